@@ -1,0 +1,5 @@
+"""Allow `python -m devall_cli`."""
+
+from devall_cli.cli.app import main
+
+main()

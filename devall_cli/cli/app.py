@@ -1,0 +1,54 @@
+"""The `devall` command: global options and command registration."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from devall_cli import __version__
+from devall_cli.cli.common import STATE
+
+app = typer.Typer(
+    name="devall",
+    help="Run ChatDev 2.0 (DevAll) workflows whose agents use MCP tools, from a terminal or CI.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        typer.echo(f"devall {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_callback(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_show_version, is_eager=True, help="Show the version."),
+    ] = False,
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Show Python tracebacks for errors.")
+    ] = False,
+    no_color: Annotated[bool, typer.Option("--no-color", help="Disable colour output.")] = False,
+) -> None:
+    """Run ChatDev 2.0 (DevAll) workflows whose agents use MCP tools.
+
+    Exit codes: 0 ok, 1 run/probe failed, 2 usage, 3 config, 4 connection, 5 remote, 130 interrupted.
+    """
+    STATE.debug = debug
+    STATE.no_color = no_color
+
+
+# Commands register themselves on import (one module per command).
+# (each command module adds one import line here)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

@@ -1,0 +1,128 @@
+"""What every command shares: global state, common options, consoles and the error boundary."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, ParamSpec, TypeVar
+
+import typer
+from rich.console import Console
+
+from devall_cli.errors import ConfigError, DevallError, ExitCode, InterruptedRunError
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+@dataclass
+class GlobalState:
+    """Set by the top-level callback (`--debug`, `--no-color`)."""
+
+    debug: bool = False
+    no_color: bool = False
+
+
+STATE = GlobalState()
+
+# Shared options, defined once.
+VarOption = Annotated[
+    list[str] | None,
+    typer.Option("--var", metavar="NAME=VALUE", help="Set a ${NAME} placeholder; overrides `vars`."),
+]
+EnvFileOption = Annotated[
+    Path | None,
+    typer.Option("--env-file", metavar="PATH", help="Read placeholders from this .env file."),
+]
+JsonOption = Annotated[
+    bool, typer.Option("--json", help="Print exactly one JSON document on stdout.")
+]
+WorkflowArg = Annotated[
+    Path, typer.Argument(metavar="WORKFLOW", help="Path to the workflow YAML file.")
+]
+
+
+def color_disabled() -> bool:
+    """Colour is off with --no-color, NO_COLOR, or when the stream is not a terminal."""
+    return STATE.no_color or "NO_COLOR" in os.environ
+
+
+def stderr_console() -> Console:
+    """The console for the human trace and diagnostics."""
+    return Console(stderr=True, no_color=color_disabled(), highlight=False, soft_wrap=True)
+
+
+def stdout_console() -> Console:
+    """The console for the product (tables, answers)."""
+    return Console(no_color=color_disabled(), highlight=False, soft_wrap=True)
+
+
+def print_json(document: Any) -> None:
+    """Write one JSON document on stdout."""
+    sys.stdout.write(json.dumps(document, indent=2, ensure_ascii=False, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def parse_vars(pairs: list[str] | None) -> dict[str, str]:
+    """`--var NAME=VALUE` flags as a mapping; a malformed one is a usage error."""
+    result: dict[str, str] = {}
+    for pair in pairs or []:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.strip():
+            raise typer.BadParameter(f"expected NAME=VALUE, got {pair!r}", param_hint="--var")
+        result[name.strip()] = value
+    return result
+
+
+def report_error(error: DevallError, console: Console | None = None) -> None:
+    """Print `devall: error: <message>` plus indented details on stderr."""
+    console = console or stderr_console()
+    if isinstance(error, ConfigError) and error.issues:
+        for issue in error.issues:
+            label = "error" if issue.severity == "error" else "warning"
+            console.print(f"devall: {label}: {issue.headline()}", markup=False)
+            if issue.source_line:
+                console.print(f"  {issue.source_line}", markup=False)
+                if issue.col:
+                    console.print("  " + " " * (issue.col - 1) + "^", markup=False)
+        return
+    console.print(f"devall: error: {error.message}", markup=False)
+    for line in error.details:
+        console.print(f"  {line}", markup=False)
+
+
+def error_boundary(func: Callable[P, R]) -> Callable[P, R]:
+    """Map DevallErrors to one message and their exit code; tracebacks only with --debug."""
+
+    @functools.wraps(func)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return func(*args, **kwargs)
+        except (typer.Exit, typer.Abort, typer.BadParameter):
+            raise
+        except DevallError as exc:
+            if STATE.debug:
+                traceback.print_exc()
+            report_error(exc)
+            raise typer.Exit(int(exc.exit_code)) from None
+        except KeyboardInterrupt:
+            report_error(InterruptedRunError())
+            raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
+        except Exception as exc:
+            if STATE.debug:
+                raise
+            # A bug in devall: still one line, with a hint, never a raw traceback.
+            stderr_console().print(
+                f"devall: error: internal error: {type(exc).__name__}: {exc} "
+                "(run with --debug for the traceback)",
+                markup=False,
+            )
+            raise typer.Exit(int(ExitCode.FAILED)) from None
+
+    return wrapper

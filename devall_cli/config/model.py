@@ -1,0 +1,260 @@
+"""Typed, frozen configuration objects produced by the loader (SPEC.md §1-§5).
+
+Mappings are stored as tuples of pairs or read-only mappings so that every object is immutable;
+`identity()` methods give the keys that decide when two tooling entries share one server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from devall_cli.errors import ConfigIssue
+
+EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+def frozen_mapping(data: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """A read-only copy of `data`."""
+    return MappingProxyType(dict(data or {}))
+
+
+# --- tooling -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class McpRemoteConfig:
+    """`tooling[].config` of `type: mcp_remote`."""
+
+    server: str
+    headers: Mapping[str, str] = EMPTY
+    timeout: float = 10.0
+    cache_ttl: float = 0.0
+    tool_sources: tuple[str, ...] = ("mcp_tools",)
+
+    def identity(self) -> tuple[Any, ...]:
+        """Entries with the same identity share one client session per run."""
+        return ("mcp_remote", self.server, tuple(sorted(self.headers.items())), self.timeout)
+
+    def display_target(self) -> str:
+        """The URL, as shown in tables and traces."""
+        return self.server
+
+
+@dataclass(frozen=True)
+class McpLocalConfig:
+    """`tooling[].config` of `type: mcp_local`."""
+
+    command: str
+    args: tuple[str, ...] = ()
+    cwd: str | None = None  # absolute after loading (relative paths resolve against the workflow)
+    env: Mapping[str, str] = EMPTY
+    inherit_env: bool = True
+    startup_timeout: float = 10.0
+    wait_for_log: str | None = None
+    cache_ttl: float = 0.0
+    tool_sources: tuple[str, ...] = ("mcp_tools",)
+    max_concurrency: int = 1
+    call_timeout: float = 60.0
+    max_restarts: int = 1
+
+    def identity(self) -> tuple[Any, ...]:
+        """Entries with the same identity share one process per run."""
+        return (
+            "mcp_local",
+            self.command,
+            self.args,
+            self.cwd,
+            tuple(sorted(self.env.items())),
+            self.inherit_env,
+            self.startup_timeout,
+            self.wait_for_log,
+        )
+
+    def display_target(self) -> str:
+        """The command line, as shown in tables and traces."""
+        import shlex
+
+        return shlex.join([self.command, *self.args])
+
+
+@dataclass(frozen=True)
+class FunctionRef:
+    """One entry of a function tooling's `tools` list."""
+
+    name: str  # a function name, or `module:All`
+
+
+@dataclass(frozen=True)
+class FunctionToolingConfig:
+    """`tooling[].config` of `type: function`."""
+
+    tools: tuple[FunctionRef, ...]
+    timeout: float = 30.0
+    functions_dir: str = ""  # absolute; filled in by the loader
+
+    def identity(self) -> tuple[Any, ...]:
+        """Function tooling has no server; each entry is its own source."""
+        return ("function", self.functions_dir, self.tools, self.timeout)
+
+    def display_target(self) -> str:
+        """The functions directory."""
+        return self.functions_dir
+
+
+ToolingSettings = McpRemoteConfig | McpLocalConfig | FunctionToolingConfig
+
+
+@dataclass(frozen=True)
+class ToolingConfig:
+    """One `tooling` entry of an agent node."""
+
+    type: str  # mcp_remote | mcp_local | function
+    config: ToolingSettings
+    prefix: str | None = None
+    path: str = ""  # e.g. graph.nodes[1].config.tooling[0]
+
+    def final_name(self, name: str) -> str:
+        """The tool name the model sees: `<prefix>_<name>`, or `name` without a prefix."""
+        return f"{self.prefix}_{name}" if self.prefix else name
+
+
+# --- nodes ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ScriptedToolCall:
+    """A tool call in a scripted turn."""
+
+    name: str
+    arguments: Mapping[str, Any] = EMPTY
+
+
+@dataclass(frozen=True)
+class ScriptedTurn:
+    """One assistant turn of the `scripted` provider."""
+
+    content: str | None = None
+    tool_calls: tuple[ScriptedToolCall, ...] = ()
+
+
+RESERVED_PARAMS = ("tool_loop_limit", "timeout", "retries", "max_result_chars")
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """`config` of an agent node."""
+
+    provider: str  # openai | scripted
+    name: str
+    base_url: str | None = None
+    api_key: str | None = None
+    role: str | None = None
+    tooling: tuple[ToolingConfig, ...] = ()
+    params: Mapping[str, Any] = EMPTY  # sent in the request body (reserved keys removed)
+    script: tuple[ScriptedTurn, ...] = ()
+    tool_loop_limit: int = 50
+    timeout: float = 300.0
+    retries: int = 5
+    max_result_chars: int = 100_000
+
+
+@dataclass(frozen=True)
+class LiteralConfig:
+    """`config` of a literal node."""
+
+    content: str
+    role: str = "user"
+
+
+@dataclass(frozen=True)
+class PassthroughConfig:
+    """`config` of a passthrough node."""
+
+    only_last_message: bool = True
+
+
+NodeSettings = AgentConfig | LiteralConfig | PassthroughConfig
+
+
+@dataclass(frozen=True)
+class NodeConfig:
+    """One node of the graph."""
+
+    id: str
+    type: str  # agent | literal | passthrough
+    config: NodeSettings
+    description: str | None = None
+    path: str = ""
+
+
+# --- edges and graph -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KeywordCondition:
+    """`condition: {type: keyword, config: {...}}`."""
+
+    any: tuple[str, ...] = ()
+    none: tuple[str, ...] = ()
+    regex: tuple[str, ...] = ()
+    case_sensitive: bool = True
+
+
+Condition = bool | KeywordCondition
+
+
+@dataclass(frozen=True)
+class EdgeConfig:
+    """One edge; `source`/`target` are the YAML `from`/`to`."""
+
+    source: str
+    target: str
+    condition: Condition = True
+    carry_data: bool = True
+    trigger: bool = True
+    path: str = ""
+
+
+@dataclass(frozen=True)
+class GraphConfig:
+    """The `graph` block."""
+
+    nodes: tuple[NodeConfig, ...]
+    start: tuple[str, ...]
+    end: tuple[str, ...] = ()
+    edges: tuple[EdgeConfig, ...] = ()
+    id: str | None = None
+    description: str | None = None
+
+    def node(self, node_id: str) -> NodeConfig:
+        """The node with this id (KeyError if there is none)."""
+        for node in self.nodes:
+            if node.id == node_id:
+                return node
+        raise KeyError(node_id)
+
+
+@dataclass(frozen=True)
+class Workflow:
+    """A loaded, resolved and validated workflow file."""
+
+    graph: GraphConfig
+    path: Path
+    version: str | None = None
+    vars: Mapping[str, Any] = EMPTY
+    secrets: frozenset[str] = frozenset()  # values to mask in every output
+    warnings: tuple[ConfigIssue, ...] = field(default=())
+
+    @property
+    def directory(self) -> Path:
+        """The folder of the workflow file (relative paths resolve against it)."""
+        return self.path.parent
+
+    @property
+    def name(self) -> str:
+        """The graph id, or the file stem."""
+        return self.graph.id or self.path.stem

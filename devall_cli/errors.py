@@ -1,0 +1,175 @@
+"""Exit codes and the one exception tree of devall.
+
+    DevallError                       exit 1   (a run or probe failed)
+    ├── RunFailedError                exit 1   a node failed, a server is unhealthy
+    ├── ConfigError                   exit 3   YAML, schema, ${VAR}, graph shape, duplicate tools
+    ├── DevallConnectionError         exit 4   something could not be reached or started
+    │   ├── ServerStartError                   spawn failed, exited before ready, startup timeout
+    │   ├── ServerUnreachableError             remote MCP server unreachable
+    │   ├── ServerDiedError                    a local server died or a session was lost mid-run
+    │   └── LLMUnreachableError                the model endpoint could not be reached
+    ├── RemoteError                   exit 5   the other side answered, but wrongly
+    │   ├── ProtocolError                      MCP protocol error
+    │   └── LLMHTTPError                       model endpoint HTTP error after retries
+    └── InterruptedRunError           exit 130 Ctrl-C (143 for SIGTERM)
+
+The core raises these and never exits; the CLI maps them to exit codes in one place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """Process exit codes; part of the CLI contract."""
+
+    OK = 0
+    FAILED = 1
+    USAGE = 2
+    CONFIG = 3
+    CONNECTION = 4
+    REMOTE = 5
+    INTERRUPTED = 130
+    TERMINATED = 143
+
+
+@dataclass(frozen=True)
+class ConfigIssue:
+    """One problem found in a workflow file, with where it is."""
+
+    message: str
+    path: str = ""
+    file: str = ""
+    line: int = 0
+    col: int = 0
+    severity: str = "error"  # "error" | "warning"
+    source_line: str = ""
+
+    def location(self) -> str:
+        """`file:line:col`, leaving out the parts that are unknown."""
+        parts = [self.file] if self.file else []
+        if self.line:
+            parts.append(str(self.line))
+            if self.col:
+                parts.append(str(self.col))
+        return ":".join(parts)
+
+    def headline(self) -> str:
+        """`file:line:col: path: message`."""
+        prefix = [p for p in (self.location(), self.path) if p]
+        return ": ".join([*prefix, self.message])
+
+
+class DevallError(Exception):
+    """Base of every error devall reports to the user."""
+
+    exit_code: ExitCode = ExitCode.FAILED
+
+    def __init__(self, message: str, *, details: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details: list[str] = list(details)
+
+
+class RunFailedError(DevallError):
+    """A node failed or a probed server is unhealthy."""
+
+    exit_code = ExitCode.FAILED
+
+
+class ConfigError(DevallError):
+    """The workflow is invalid; carries every issue found."""
+
+    exit_code = ExitCode.CONFIG
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        issues: Sequence[ConfigIssue] = (),
+        details: Sequence[str] = (),
+    ) -> None:
+        super().__init__(message, details=details)
+        self.issues: list[ConfigIssue] = list(issues)
+
+    @classmethod
+    def from_issues(cls, issues: Sequence[ConfigIssue]) -> ConfigError:
+        """One error for a list of issues; the message counts the errors."""
+        errors = [i for i in issues if i.severity == "error"]
+        if len(errors) == 1:
+            return cls(errors[0].headline(), issues=issues)
+        return cls(f"{len(errors)} problems in workflow", issues=issues)
+
+
+class DevallConnectionError(DevallError):
+    """Something devall needs could not be reached or started."""
+
+    exit_code = ExitCode.CONNECTION
+
+
+class ServerStartError(DevallConnectionError):
+    """A local server failed to spawn, exited before it was ready, or timed out starting."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: str,
+        server_id: str = "",
+        log_tail: Sequence[str] = (),
+        details: Sequence[str] = (),
+    ) -> None:
+        super().__init__(message, details=details or [f"  | {line}" for line in log_tail])
+        self.status = status  # spawn_failed | exited | startup_timeout | handshake_timeout
+        self.server_id = server_id
+        self.log_tail = list(log_tail)
+
+
+class ServerUnreachableError(DevallConnectionError):
+    """A remote MCP server could not be reached (or refused us with an HTTP status)."""
+
+    def __init__(self, message: str, *, status: str = "unreachable") -> None:
+        super().__init__(message)
+        self.status = status  # unreachable | http_401 | http_403 | http_error | handshake_timeout
+
+
+class ServerDiedError(DevallConnectionError):
+    """A server died or its session was lost and could not be recovered."""
+
+
+class LLMUnreachableError(DevallConnectionError):
+    """The model endpoint could not be reached."""
+
+
+class RemoteError(DevallError):
+    """The other side answered, but not as it should."""
+
+    exit_code = ExitCode.REMOTE
+
+
+class ProtocolError(RemoteError):
+    """An MCP server broke the protocol."""
+
+    status = "protocol_error"
+
+
+class LLMHTTPError(RemoteError):
+    """The model endpoint answered with an HTTP error after the retries."""
+
+    def __init__(self, message: str, *, status_code: int = 0) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+
+
+class InterruptedRunError(DevallError):
+    """The user interrupted the run (Ctrl-C) or devall received SIGTERM."""
+
+    exit_code = ExitCode.INTERRUPTED
+
+    def __init__(self, message: str = "interrupted", *, signal_name: str = "SIGINT") -> None:
+        super().__init__(message)
+        if signal_name == "SIGTERM":
+            self.exit_code = ExitCode.TERMINATED

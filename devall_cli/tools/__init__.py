@@ -1,0 +1,1 @@
+"""Tool sources (MCP remote, MCP local, Python functions), normalization and the ToolManager."""

@@ -1,0 +1,63 @@
+"""Test-wide guards: loopback-only networking, isolated environment and working directory."""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+_real_connect = socket.socket.connect
+_real_connect_ex = socket.socket.connect_ex
+
+
+def _check_address(address: Any) -> None:
+    if not isinstance(address, tuple) or not address:
+        return  # AF_UNIX paths and the like
+    host = str(address[0])
+    if host in {"localhost", ""}:
+        return
+    try:
+        if ipaddress.ip_address(host.split("%")[0]).is_loopback:
+            return
+    except ValueError:
+        pass
+    raise ConnectionRefusedError(f"test tried to reach a non-loopback address: {host}")
+
+
+def _guarded_connect(self: socket.socket, address: Any) -> Any:
+    _check_address(address)
+    return _real_connect(self, address)
+
+
+def _guarded_connect_ex(self: socket.socket, address: Any) -> Any:
+    _check_address(address)
+    return _real_connect_ex(self, address)
+
+
+@pytest.fixture(autouse=True)
+def _loopback_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Refuse any connection that is not to 127.0.0.0/8 or ::1."""
+    monkeypatch.setattr(socket.socket, "connect", _guarded_connect)
+    monkeypatch.setattr(socket.socket, "connect_ex", _guarded_connect_ex)
+
+
+@pytest.fixture(autouse=True)
+def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Each test runs in its own directory, without colour, and without the user's LLM settings."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.setenv("FASTMCP_SHOW_SERVER_BANNER", "false")
+    monkeypatch.setenv("FASTMCP_CHECK_FOR_UPDATES", "off")
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "DEVALL_FUNCTIONS_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    yield
+
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SERVERS_DIR = REPO_ROOT / "tests" / "servers"
+DATA_DIR = REPO_ROOT / "tests" / "data"
