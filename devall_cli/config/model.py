@@ -6,7 +6,7 @@ Mappings are stored as tuples of pairs or read-only mappings so that every objec
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -14,7 +14,27 @@ from typing import Any
 
 from devall_cli.errors import ConfigIssue
 
-EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+class _EmptyMapping(Mapping[str, Any]):
+    """The empty read-only mapping; hashable, because dataclasses refuse unhashable defaults."""
+
+    def __getitem__(self, key: str) -> Any:
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+    def __hash__(self) -> int:
+        return 0
+
+    def __repr__(self) -> str:
+        return "{}"
+
+
+EMPTY: Mapping[str, Any] = _EmptyMapping()
 
 
 def frozen_mapping(data: Mapping[str, Any] | None) -> Mapping[str, Any]:

@@ -1,0 +1,120 @@
+"""What every model provider speaks: assistant turns, tool calls, usage and the provider protocol.
+
+Messages are OpenAI Chat Completions dicts (`role`, `content`, `tool_calls`, `tool_call_id`); every
+provider takes them as they are and answers with one `AssistantMessage`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from devall_cli.tools.base import ToolSpec
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call the model asked for."""
+
+    id: str
+    name: str
+    arguments: Mapping[str, Any]  # {} when the JSON was bad
+    raw_arguments: str  # as the model sent it
+    # Set when the arguments were not a JSON object: the engine hands this back to the model as
+    # an error result instead of calling the tool.
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token counts of one model call (0 when the endpoint does not report them)."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class AssistantMessage:
+    """One assistant turn: text, tool calls, or both."""
+
+    content: str | None
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+
+    def to_message(self) -> dict[str, Any]:
+        """The OpenAI-format assistant message to append to the conversation."""
+        message: dict[str, Any] = {"role": "assistant", "content": self.content}
+        if self.tool_calls:
+            # Chat Completions rejects an empty `tool_calls` list, so the key is only set when used.
+            message["tool_calls"] = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.raw_arguments},
+                }
+                for call in self.tool_calls
+            ]
+        return message
+
+
+class Provider(Protocol):
+    """A chat model: one call per assistant turn."""
+
+    async def complete(
+        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[ToolSpec]
+    ) -> AssistantMessage:
+        """The model's next turn for this conversation, offering these tools."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections (idempotent)."""
+        ...
+
+
+def json_default(value: Any) -> Any:
+    """`json.dumps` fallback: read-only mappings become dicts, anything else its text."""
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, set | frozenset):
+        return sorted(value, key=str)
+    return str(value)
+
+
+def dump_json(value: Any) -> str:
+    """Compact JSON of config-derived data (which may hold read-only mappings or dates)."""
+    return json.dumps(value, default=json_default, ensure_ascii=False)
+
+
+def tool_call_from_json(call_id: str, name: str, raw: str) -> ToolCall:
+    """A ToolCall from arguments as a JSON string; bad JSON or a non-object sets `error`."""
+    if not raw.strip():
+        # Several endpoints send "" for a call without arguments; that means {}.
+        return ToolCall(id=call_id, name=name, arguments={}, raw_arguments=raw)
+    try:
+        parsed = json.loads(raw)
+    except ValueError as exc:
+        error = f"tool call arguments are not valid JSON ({exc}): {_excerpt(raw)}"
+        return ToolCall(call_id, name, {}, raw, error=error)
+    if not isinstance(parsed, dict):
+        error = f"tool call arguments must be a JSON object, got {type(parsed).__name__}"
+        return ToolCall(call_id, name, {}, raw, error=error)
+    return ToolCall(id=call_id, name=name, arguments=parsed, raw_arguments=raw)
+
+
+def content_text(content: Any) -> str:
+    """The text of a message `content`: a string, or the text parts of a list of parts."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Sequence):
+        parts = [p.get("text", "") for p in content if isinstance(p, Mapping)]
+        return "".join(str(p) for p in parts if p)
+    return str(content)
+
+
+def _excerpt(text: str, limit: int = 120) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

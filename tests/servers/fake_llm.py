@@ -1,0 +1,303 @@
+"""A fake OpenAI-compatible Chat Completions server for tests: the only faked service.
+
+A stdlib ThreadingHTTPServer on 127.0.0.1 (free port) in a daemon thread. Tests queue replies
+(text, tool calls, HTTP errors with headers, slow answers, malformed JSON) and read back every
+request it received.
+
+    with FakeLLM() as llm:
+        llm.enqueue(FakeLLM.tool_call_reply([("rand_num", {"a": 1, "b": 9})]))
+        llm.enqueue("The number is 4.")
+        ...  # point an agent at llm.base_url
+        assert llm.requests[0].body["tools"]
+
+Run as a script it serves until interrupted and prints its base URL on the first line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+COMPLETIONS_PATH = "/v1/chat/completions"
+
+
+@dataclass(frozen=True)
+class FakeReply:
+    """One queued answer: an assistant message (status 200) or an error status, maybe late."""
+
+    status: int = 200
+    message: Mapping[str, Any] | None = None  # the assistant message of a 200 answer
+    body: bytes | None = None  # raw body; overrides `message`
+    headers: Mapping[str, str] = field(default_factory=dict)
+    delay: float = 0.0  # seconds to wait before answering
+    usage: Mapping[str, int] | None = None
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """A request the server received."""
+
+    method: str
+    path: str
+    headers: Mapping[str, str]  # names in lower case
+    body: Any  # parsed JSON, or None when the body was not JSON
+    raw: bytes
+
+
+ReplyLike = FakeReply | str | Mapping[str, Any]
+
+
+class FakeLLM:
+    """The fake server; a context manager. `close()` stops it."""
+
+    def __init__(self, default_text: str = "ok") -> None:
+        self.default_text = default_text
+        self._lock = threading.Lock()
+        self._queue: deque[FakeReply] = deque()
+        self._requests: list[RecordedRequest] = []
+        self._connections: set[socket.socket] = set()
+        self._closing = threading.Event()
+        self._server = _Server(self)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="fake-llm",
+            daemon=True,
+        )
+        self._thread.start()
+
+    # --- setup ---------------------------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        """The bound port."""
+        return int(self._server.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        """`http://127.0.0.1:PORT/v1`, what an agent's `base_url` should be."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def enqueue(self, *replies: ReplyLike) -> None:
+        """Queue replies: a FakeReply, a text answer, or an assistant message mapping."""
+        with self._lock:
+            self._queue.extend(_as_reply(reply) for reply in replies)
+
+    @property
+    def pending(self) -> int:
+        """How many queued replies are still unused."""
+        with self._lock:
+            return len(self._queue)
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """Every request received so far, in order."""
+        with self._lock:
+            return list(self._requests)
+
+    # --- reply builders ------------------------------------------------------------------
+
+    @staticmethod
+    def text_reply(text: str | None, *, delay: float = 0.0) -> FakeReply:
+        """A plain assistant answer."""
+        return FakeReply(message={"role": "assistant", "content": text}, delay=delay)
+
+    @staticmethod
+    def tool_call_reply(
+        calls: Sequence[tuple[str, Mapping[str, Any] | str]], content: str | None = None
+    ) -> FakeReply:
+        """An assistant turn calling tools; string arguments are sent as they are (bad JSON too)."""
+        tool_calls = [
+            {
+                "id": f"call_fake_{n}",
+                "type": "function",
+                "function": {
+                    "name": name,
+                    "arguments": args if isinstance(args, str) else json.dumps(dict(args)),
+                },
+            }
+            for n, (name, args) in enumerate(calls, start=1)
+        ]
+        message = {"role": "assistant", "content": content, "tool_calls": tool_calls}
+        return FakeReply(message=message)
+
+    @staticmethod
+    def error_reply(
+        status: int, body: Any = None, headers: Mapping[str, str] | None = None
+    ) -> FakeReply:
+        """An HTTP error; `body` is text or JSON-able (default: an OpenAI-style error object)."""
+        if body is None:
+            body = {"error": {"message": f"fake error {status}", "type": "fake"}}
+        raw = body.encode() if isinstance(body, str) else json.dumps(body).encode()
+        return FakeReply(status=status, body=raw, headers=dict(headers or {}))
+
+    @staticmethod
+    def slow_reply(seconds: float, then: ReplyLike = "ok") -> FakeReply:
+        """`then`, answered only after `seconds`."""
+        reply = _as_reply(then)
+        return FakeReply(reply.status, reply.message, reply.body, reply.headers, seconds)
+
+    @staticmethod
+    def malformed_reply(status: int = 200) -> FakeReply:
+        """A body that is not valid JSON."""
+        return FakeReply(status=status, body=b'{"choices": [{"message": ')
+
+    # --- lifecycle -----------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Stop serving, end slow answers early, drop open connections (idempotent)."""
+        if self._closing.is_set():
+            return
+        self._closing.set()
+        self._server.shutdown()
+        self._server.server_close()
+        with self._lock:
+            connections = list(self._connections)
+        for conn in connections:
+            with contextlib.suppress(OSError):  # already closed by the client
+                conn.shutdown(socket.SHUT_RDWR)
+        self._thread.join(timeout=5)
+
+    @property
+    def running(self) -> bool:
+        """Whether the serving thread is alive."""
+        return self._thread.is_alive()
+
+    def __enter__(self) -> FakeLLM:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # --- used by the handler -------------------------------------------------------------
+
+    def _record(self, request: RecordedRequest, *, take_reply: bool = True) -> FakeReply:
+        with self._lock:
+            self._requests.append(request)
+            if take_reply and self._queue:
+                return self._queue.popleft()
+        return self.text_reply(self.default_text)
+
+    def _track(self, conn: socket.socket, alive: bool) -> None:
+        with self._lock:
+            if alive:
+                self._connections.add(conn)
+            else:
+                self._connections.discard(conn)
+
+
+def _as_reply(reply: ReplyLike) -> FakeReply:
+    if isinstance(reply, FakeReply):
+        return reply
+    if isinstance(reply, str):
+        return FakeLLM.text_reply(reply)
+    return FakeReply(message={"role": "assistant", **dict(reply)})
+
+
+def _completion_body(reply: FakeReply, request_body: Any, number: int) -> bytes:
+    message = dict(reply.message or {"role": "assistant", "content": ""})
+    model = request_body.get("model", "fake") if isinstance(request_body, dict) else "fake"
+    prompt = len(json.dumps(request_body)) // 4
+    completion = len(json.dumps(message)) // 4
+    usage = reply.usage or {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+    body = {
+        "id": f"chatcmpl-fake-{number}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": "tool_calls" if message.get("tool_calls") else "stop",
+            }
+        ],
+        "usage": dict(usage),
+    }
+    return json.dumps(body).encode()
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True  # a slow answer must not hold up shutdown
+    block_on_close = False
+
+    def __init__(self, fake: FakeLLM) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.fake = fake
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, as real endpoints
+    timeout = 30  # an idle kept-alive connection ends eventually
+    server: _Server
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.fake._track(self.connection, True)
+
+    def finish(self) -> None:
+        self.server.fake._track(self.connection, False)
+        super().finish()
+
+    def do_POST(self) -> None:
+        fake = self.server.fake
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        headers = {name.lower(): value for name, value in self.headers.items()}
+        request = RecordedRequest("POST", self.path, headers, body, raw)
+        if self.path != COMPLETIONS_PATH:
+            fake._record(request, take_reply=False)
+            self._send(404, b'{"error": {"message": "not found"}}', {})
+            return
+        reply = fake._record(request)
+        if reply.delay and fake._closing.wait(reply.delay):
+            self.close_connection = True  # shutting down: drop the slow answer
+            return
+        payload = reply.body or _completion_body(reply, body, len(fake.requests))
+        self._send(reply.status, payload, reply.headers)
+
+    def do_GET(self) -> None:
+        self._send(404, b'{"error": {"message": "not found"}}', {})
+
+    def _send(self, status: int, payload: bytes, headers: Mapping[str, str]) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # keep test output clean
+
+
+@pytest.fixture
+def fake_llm() -> Iterator[FakeLLM]:
+    """A running FakeLLM, closed after the test; import it into a conftest to use it."""
+    with FakeLLM() as server:
+        yield server
+
+
+if __name__ == "__main__":
+    with FakeLLM() as _server:
+        print(_server.base_url, flush=True)
+        with contextlib.suppress(KeyboardInterrupt):
+            threading.Event().wait()

@@ -1,0 +1,47 @@
+"""Fixtures of the provider tests: the fake LLM server and quick-retrying providers."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+
+from devall_cli.config.model import AgentConfig, frozen_mapping
+from devall_cli.providers.openai import OpenAIProvider
+from tests.servers.fake_llm import fake_llm as fake_llm  # re-exported fixture
+
+SECRET_KEY = "sk-test-0123456789abcdef"
+
+MakeProvider = Callable[..., OpenAIProvider]
+
+
+def agent_config(base_url: str | None, **overrides: Any) -> AgentConfig:
+    """An openai agent config pointing at `base_url`."""
+    params = overrides.pop("params", {})
+    values: dict[str, Any] = {"api_key": SECRET_KEY, "retries": 2, "timeout": 5.0}
+    values.update(overrides)
+    return AgentConfig(
+        provider="openai",
+        name="gpt-test",
+        base_url=base_url,
+        params=frozen_mapping(params),
+        **values,
+    )
+
+
+@pytest.fixture
+async def make_openai() -> AsyncIterator[MakeProvider]:
+    """Build OpenAIProviders with millisecond backoff; all are closed after the test."""
+    made: list[OpenAIProvider] = []
+
+    def build(config: AgentConfig, **options: Any) -> OpenAIProvider:
+        options.setdefault("backoff_base", 0.001)
+        options.setdefault("environ", {})
+        provider = OpenAIProvider(config, **options)
+        made.append(provider)
+        return provider
+
+    yield build
+    for provider in made:
+        await provider.aclose()
