@@ -1,0 +1,245 @@
+"""FunctionSource: Python functions from the functions directory as a tool source.
+
+Each call runs in its own daemon thread, bounded by the tooling entry's `timeout`. A function
+that overruns is abandoned (Python cannot kill a thread), but the run goes on, and a daemon
+thread cannot keep the process alive at exit. Failures are returned as error results.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import inspect
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from devall_cli.config.functions import (
+    CONTEXT_PARAM,
+    FunctionInfo,
+    FunctionResolutionError,
+    enum_type,
+    is_optional,
+    load_function,
+    read_type_hints,
+    resolve_function_tools,
+)
+from devall_cli.config.model import EMPTY, FunctionToolingConfig
+from devall_cli.errors import ConfigError
+from devall_cli.tools.attachments import AttachmentStore
+from devall_cli.tools.base import RawTool, ServerInfo, SourceKind, TextBlock, ToolResult
+from devall_cli.tools.normalize import normalize_value
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class FunctionContext:
+    """What a function with a `_context` parameter receives."""
+
+    run_id: str = ""
+    node_id: str = ""
+    workflow_dir: Path | None = None
+    attachment_store: AttachmentStore | None = None
+    tool_name: str = ""
+
+
+@dataclass(frozen=True)
+class _Callable:
+    """A loaded function and what calling it needs."""
+
+    info: FunctionInfo
+    func: Callable[..., Any]
+    signature: inspect.Signature
+    fill_none: tuple[str, ...]  # Optional parameters without a default: None when omitted
+    enums: Mapping[str, Any] = field(default_factory=dict)  # parameter → Enum class
+
+    @classmethod
+    def load(cls, info: FunctionInfo) -> _Callable:
+        func = load_function(info)
+        hints = read_type_hints(func)
+        signature = inspect.signature(func)
+        fill_none, enums = [], {}
+        for param in signature.parameters.values():
+            hint = hints.get(param.name)
+            if param.default is param.empty and hint is not None and is_optional(hint):
+                fill_none.append(param.name)
+            if hint is not None and (enum_cls := enum_type(hint)) is not None:
+                enums[param.name] = enum_cls
+        return cls(info, func, signature, tuple(fill_none), enums)
+
+
+class _Failure:
+    """An exception raised in a worker thread, carried back as a value."""
+
+    def __init__(self, exc: BaseException) -> None:
+        self.exc = exc
+
+
+def _run_in_thread(fn: Callable[[], T], name: str) -> asyncio.Future[T | _Failure]:
+    """Run `fn` in a daemon thread; the future is resolved on the calling loop."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T | _Failure] = loop.create_future()
+    ctx = contextvars.copy_context()
+
+    def resolve(outcome: T | _Failure) -> None:
+        if not future.done():  # cancelled when the call timed out
+            future.set_result(outcome)
+
+    def work() -> None:
+        outcome: T | _Failure
+        try:
+            outcome = ctx.run(fn)
+        except BaseException as exc:  # SystemExit from user code must not end the run
+            outcome = _Failure(exc)
+        with contextlib.suppress(RuntimeError):  # the loop is already closed
+            loop.call_soon_threadsafe(resolve, outcome)
+
+    threading.Thread(target=work, name=f"devall-function-{name}", daemon=True).start()
+    return future
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class FunctionSource:
+    """Tools backed by the Python functions of a functions directory."""
+
+    kind: SourceKind = "function"
+
+    def __init__(
+        self,
+        *,
+        id: str,
+        config: FunctionToolingConfig,
+        store: AttachmentStore | None,
+        context: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.id = id
+        self.config = config
+        self.target = config.functions_dir
+        self.store = store
+        # Read at call time, so a caller may keep it up to date (e.g. the current node).
+        self.context = context if context is not None else EMPTY
+        self._functions: dict[str, _Callable] | None = None
+        self._start_lock = asyncio.Lock()
+
+    async def start(self) -> ServerInfo:
+        """Resolve and import the referenced functions; a bad reference is a ConfigError."""
+        started = time.perf_counter()
+        async with self._start_lock:
+            if self._functions is None:
+                outcome = await _run_in_thread(self._load, f"{self.id}-load")
+                if isinstance(outcome, _Failure):
+                    if isinstance(outcome.exc, FunctionResolutionError):
+                        raise ConfigError(outcome.exc.message) from None
+                    raise outcome.exc
+                self._functions = outcome
+        return ServerInfo(
+            server_name="functions", connect_ms=(time.perf_counter() - started) * 1000
+        )
+
+    def _load(self) -> dict[str, _Callable]:
+        infos = resolve_function_tools(Path(self.config.functions_dir), self.config.tools)
+        return {info.name: _Callable.load(info) for info in infos}
+
+    async def _loaded(self) -> dict[str, _Callable]:
+        if self._functions is None:
+            await self.start()
+        assert self._functions is not None
+        return self._functions
+
+    async def list_tools(self) -> list[RawTool]:
+        """One tool per resolved function, in declaration order."""
+        return [
+            RawTool(
+                name=c.info.name,
+                description=c.info.description,
+                input_schema=c.info.input_schema,
+                meta={"module": c.info.module, "file": c.info.file},
+            )
+            for c in (await self._loaded()).values()
+        ]
+
+    async def call_tool(self, name: str, arguments: Mapping[str, Any]) -> ToolResult:
+        """Call a function in a worker thread; every failure comes back as an error result."""
+        started = time.perf_counter()
+        target = (await self._loaded()).get(name)
+        if target is None:
+            return self._error(name, f"unknown tool '{name}'", "unknown_tool", started)
+        try:
+            kwargs = self._arguments(target, arguments)
+        except (TypeError, ValueError) as exc:
+            message = f"invalid arguments for '{name}': {exc}"
+            return self._error(name, message, "bad_arguments", started)
+        timeout = self.config.timeout if self.config.timeout > 0 else None
+        try:
+            outcome = await asyncio.wait_for(self._invoke(target, kwargs), timeout)
+        except TimeoutError:
+            message = f"tool '{name}' timed out after {self.config.timeout:g}s"
+            return self._error(name, message, "timeout", started)
+        if isinstance(outcome, _Failure):
+            return self._error(name, _describe(outcome.exc), "tool_error", started)
+        return ToolResult(blocks=outcome, duration_ms=_elapsed_ms(started))
+
+    def _arguments(self, target: _Callable, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """Keyword arguments for the call; raises TypeError/ValueError when they do not fit."""
+        kwargs = {k: v for k, v in arguments.items() if k != CONTEXT_PARAM}
+        for param in target.fill_none:
+            kwargs.setdefault(param, None)
+        for param, enum_cls in target.enums.items():
+            if kwargs.get(param) is not None and not isinstance(kwargs[param], enum_cls):
+                kwargs[param] = enum_cls(kwargs[param])
+        if target.info.accepts_context:
+            kwargs[CONTEXT_PARAM] = self._context_for(target.info.name)
+        target.signature.bind(**kwargs)
+        return kwargs
+
+    def _context_for(self, tool_name: str) -> FunctionContext:
+        workflow_dir = self.context.get("workflow_dir")
+        return FunctionContext(
+            run_id=str(self.context.get("run_id") or ""),
+            node_id=str(self.context.get("node_id") or ""),
+            workflow_dir=Path(workflow_dir) if workflow_dir else None,
+            attachment_store=self.store,
+            tool_name=tool_name,
+        )
+
+    async def _invoke(self, target: _Callable, kwargs: dict[str, Any]) -> Any:
+        """The normalized blocks of one call, or a `_Failure`."""
+        name = target.info.name
+        if inspect.iscoroutinefunction(target.func):
+            try:
+                value = await target.func(**kwargs)
+            except Exception as exc:
+                return _Failure(exc)
+            return normalize_value(value, tool_name=name, store=self.store)
+
+        def call() -> Any:
+            value = target.func(**kwargs)
+            return normalize_value(value, tool_name=name, store=self.store)
+
+        return await _run_in_thread(call, name)
+
+    def _error(self, name: str, message: str, error_class: str, started: float) -> ToolResult:
+        block = TextBlock(text=message, tool_name=name, source="function")
+        return ToolResult(
+            blocks=(block,),
+            is_error=True,
+            error_class=error_class,
+            duration_ms=_elapsed_ms(started),
+        )
+
+    async def close(self) -> None:
+        """Nothing to release: abandoned calls run in daemon threads."""
+        self._functions = None
+
+
+def _elapsed_ms(started: float) -> float:
+    return (time.perf_counter() - started) * 1000

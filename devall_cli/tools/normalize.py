@@ -1,0 +1,220 @@
+"""Tool results → blocks (SPEC.md §6), and the text rendering the model sees.
+
+Content items are read by their `type` field rather than by class, so results from fastmcp's
+client, the MCP SDK's protocol types and plain JSON mappings are all handled alike, and an
+unknown content type becomes a visible placeholder instead of a crash.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import dataclasses
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from devall_cli.tools.attachments import AttachmentStore, attachment_name
+from devall_cli.tools.base import AttachmentBlock, Block, DataBlock, TextBlock
+
+DEFAULT_MAX_BASE64_BYTES = 50 * 1024 * 1024
+_WHITESPACE = re.compile(rb"\s+")
+_BLOCK_TYPES = (TextBlock, AttachmentBlock, DataBlock)
+_OCTET = "application/octet-stream"
+
+
+def _field(item: Any, name: str, camel: str | None = None) -> Any:
+    """A field of a pydantic model, dataclass or JSON mapping (snake_case or camelCase key)."""
+    if isinstance(item, Mapping):
+        return item.get(name, item.get(camel) if camel else None)
+    return getattr(item, name, None)
+
+
+class _Converter:
+    """Turns the content items of one result into blocks."""
+
+    def __init__(
+        self, tool_name: str, store: AttachmentStore | None, source: str, max_base64: int
+    ) -> None:
+        self.tool = tool_name
+        self.store = store
+        self.source = source
+        self.max_base64 = max_base64
+        self.omitted: dict[str, int] = {}  # per kind, to name omitted content like saved files
+
+    def text(self, text: str, **extra: Any) -> TextBlock:
+        return TextBlock(text=text, tool_name=self.tool, source=self.source, **extra)
+
+    def safe_convert(self, item: Any) -> Block:
+        """`convert`, but a malformed item becomes a placeholder rather than an exception."""
+        try:
+            return self.convert(item)
+        except Exception as exc:  # a server's odd output must not stop the run
+            return self.text(f"[unreadable content from {self.tool}: {type(exc).__name__}]")
+
+    def convert(self, item: Any) -> Block:
+        kind = _field(item, "type")
+        if kind == "text":
+            return self.text(str(_field(item, "text") or ""))
+        if kind in ("image", "audio"):
+            mime = _field(item, "mime_type", "mimeType") or _OCTET
+            return self.binary(_field(item, "data"), kind=kind, mime=mime, uri=None)
+        if kind == "resource":
+            return self.resource(_field(item, "resource"))
+        if kind == "resource_link":
+            data = {
+                "uri": _str_or_none(_field(item, "uri")),
+                "name": _str_or_none(_field(item, "name")),
+                "mime_type": _str_or_none(_field(item, "mime_type", "mimeType")),
+                "description": _str_or_none(_field(item, "description")),
+            }
+            return DataBlock(data=data, tool_name=self.tool, source=self.source)
+        return self.text(f"[unsupported content type '{kind}' from {self.tool}]")
+
+    def resource(self, resource: Any) -> Block:
+        uri = _str_or_none(_field(resource, "uri"))
+        mime = _str_or_none(_field(resource, "mime_type", "mimeType"))
+        text = _field(resource, "text")
+        if isinstance(text, str):
+            return self.text(text, uri=uri, mime_type=mime)
+        blob = _field(resource, "blob")
+        if blob is None:
+            return self.text(f"[unsupported content type 'resource' from {self.tool}]")
+        mime = mime or _OCTET
+        return self.binary(blob, kind=kind_for_mime(mime), mime=mime, uri=uri)
+
+    def binary(self, encoded: Any, *, kind: str, mime: str, uri: str | None) -> Block:
+        """Decode base64 content and save it, or explain in a text block why not."""
+        if isinstance(encoded, str):
+            encoded = encoded.encode("ascii", "replace")
+        if not isinstance(encoded, bytes):
+            return self.text(f"[failed to decode {kind} content from {self.tool}]")
+        if len(encoded) > self.max_base64:
+            return self.text(f"[binary content refused: {len(encoded)} bytes exceeds limit]")
+        try:
+            # Line-wrapped base64 is common; anything else that is not base64 is refused.
+            data = base64.b64decode(_WHITESPACE.sub(b"", encoded), validate=True)
+        except (binascii.Error, ValueError):
+            return self.text(f"[failed to decode {kind} content from {self.tool}]")
+        return self.save(data, kind=kind, mime=mime, uri=uri)
+
+    def save(self, data: bytes, *, kind: str, mime: str, uri: str | None) -> Block:
+        """Save decoded bytes, or name them in a placeholder when there is no store."""
+        if self.store is None:
+            self.omitted[kind] = self.omitted.get(kind, 0) + 1
+            name = uri or attachment_name(self.tool, kind, mime, self.omitted[kind])
+            return self.text(f"[binary content omitted: {name} ({mime})]")
+        try:
+            return self.store.save(
+                data, tool_name=self.tool, kind=kind, mime_type=mime, uri=uri, source=self.source
+            )
+        except OSError as exc:
+            return self.text(f"[failed to save {kind} content from {self.tool}: {exc}]")
+
+
+def _str_or_none(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def kind_for_mime(mime_type: str) -> str:
+    """Attachment kind of a MIME type: image, audio, video or file."""
+    major = mime_type.split("/", 1)[0].strip().lower()
+    return major if major in ("image", "audio", "video") else "file"
+
+
+def normalize_result(
+    result: Any,
+    *,
+    tool_name: str,
+    store: AttachmentStore | None,
+    source: str = "mcp_tool",
+    max_base64_bytes: int = DEFAULT_MAX_BASE64_BYTES,
+) -> tuple[Block, ...]:
+    """The blocks of an MCP tool result (fastmcp or SDK `CallToolResult`, or its JSON form)."""
+    converter = _Converter(tool_name, store, source, max_base64_bytes)
+    content = _field(result, "content") or []
+    blocks = [converter.safe_convert(item) for item in content]
+    if not blocks:
+        structured = _field(result, "structured_content", "structuredContent")
+        if structured is not None:
+            data = structured if isinstance(structured, Mapping) else {"result": structured}
+            blocks.append(DataBlock(data=data, tool_name=tool_name, source=source))
+    return tuple(blocks)
+
+
+def normalize_value(
+    value: Any, *, tool_name: str, store: AttachmentStore | None, source: str = "function"
+) -> tuple[Block, ...]:
+    """The blocks of a Python function's return value."""
+    if isinstance(value, _BLOCK_TYPES):
+        return (_owned(value, tool_name),)
+    is_sequence = isinstance(value, list | tuple) and bool(value)
+    if is_sequence and all(isinstance(v, _BLOCK_TYPES) for v in value):
+        return tuple(_owned(v, tool_name) for v in value)
+    if isinstance(value, bytes | bytearray | memoryview):
+        converter = _Converter(tool_name, store, source, DEFAULT_MAX_BASE64_BYTES)
+        return (converter.save(bytes(value), kind="file", mime=_OCTET, uri=None),)
+    if isinstance(value, str):
+        text = value
+    else:
+        text = json.dumps(value, ensure_ascii=False, default=_json_fallback)
+    return (TextBlock(text=text, tool_name=tool_name, source=source),)
+
+
+def _owned(block: Block, tool_name: str) -> Block:
+    """A block returned by a function, attributed to the tool when it does not say otherwise."""
+    return block if block.tool_name else dataclasses.replace(block, tool_name=tool_name)
+
+
+def _json_fallback(value: Any) -> Any:
+    if isinstance(value, set | frozenset):
+        return sorted(value, key=repr)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    return str(value)
+
+
+# --- rendering -----------------------------------------------------------------------------
+
+
+def render_block(block: Block) -> str:
+    """One block as the model sees it."""
+    if isinstance(block, TextBlock):
+        return block.text
+    if isinstance(block, AttachmentBlock):
+        return f"[{block.kind} saved: {block.path} ({block.mime_type}, {block.size} bytes)]"
+    return json.dumps(
+        _plain(block.data), ensure_ascii=False, separators=(",", ":"), default=str
+    )
+
+
+def render_for_model(blocks: Sequence[Block], *, max_chars: int | None = None) -> str:
+    """The text of a tool result for the model; cut with a visible marker past `max_chars`."""
+    text = "\n".join(render_block(block) for block in blocks)
+    if max_chars is None or len(text) <= max_chars:
+        return text
+    shown = max(0, max_chars)
+    return f"{text[:shown]}\n…[truncated: {shown} of {len(text)} characters shown]"
+
+
+def _plain(value: Any) -> Any:
+    """Mappings and sequences turned into dicts and lists, so json can write them."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def blocks_to_json(blocks: Sequence[Block]) -> list[dict[str, Any]]:
+    """Blocks as plain dicts for logs and `--json`: `type` first, unset optional fields left out."""
+    out: list[dict[str, Any]] = []
+    for block in blocks:
+        entry: dict[str, Any] = {"type": block.type}
+        for field in dataclasses.fields(block):
+            value = getattr(block, field.name)
+            if field.name != "type" and value is not None:
+                entry[field.name] = _plain(value)
+        out.append(entry)
+    return out

@@ -1,0 +1,6 @@
+"""A module that imports fine next to one that does not."""
+
+
+def fine() -> str:
+    """Return a fixed word."""
+    return "fine"
