@@ -1,0 +1,278 @@
+"""Events: the only seam between the engine and everything that renders or records a run.
+
+The engine and the tool layer emit frozen event objects on an `EventBus`; sinks (console,
+JSONL, result builder) subscribe. Nothing here imports Rich.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+
+def now() -> float:
+    """The timestamp events carry (seconds since the epoch)."""
+    return time.time()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Event:
+    """Base of every event: when it happened and in which run."""
+
+    kind: ClassVar[str] = "event"
+    ts: float = field(default_factory=now)
+    run_id: str = ""
+
+
+# --- run -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunStartedEvent(Event):
+    """A run begins."""
+
+    kind: ClassVar[str] = "run.started"
+    workflow: str
+    task: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunFinishedEvent(Event):
+    """A run ended: `ok`, `failed` or `interrupted`."""
+
+    kind: ClassVar[str] = "run.finished"
+    status: str
+    output: str = ""
+    duration_ms: float = 0.0
+    error: str | None = None
+    exit_code: int = 0
+
+
+# --- servers ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServerStartingEvent(Event):
+    """A tool source is being spawned or connected."""
+
+    kind: ClassVar[str] = "server.starting"
+    server_id: str
+    source: str  # function | mcp_remote | mcp_local (named like ToolSpec.source)
+    target: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServerReadyEvent(Event):
+    """A tool source finished its handshake."""
+
+    kind: ClassVar[str] = "server.ready"
+    server_id: str
+    protocol_version: str | None = None
+    server_name: str | None = None
+    tools: int = 0
+    connect_ms: float = 0.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServerLogEvent(Event):
+    """One log line of a local server (stderr or non-JSON stdout)."""
+
+    kind: ClassVar[str] = "server.log"
+    server_id: str
+    line: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServerExitedEvent(Event):
+    """A server process exited or a session was lost."""
+
+    kind: ClassVar[str] = "server.exited"
+    server_id: str
+    status: str
+    message: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServerRestartedEvent(Event):
+    """A local server that died was started again."""
+
+    kind: ClassVar[str] = "server.restarted"
+    server_id: str
+    attempt: int
+
+
+# --- nodes and model -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class NodeStartedEvent(Event):
+    """A node starts with these inputs."""
+
+    kind: ClassVar[str] = "node.started"
+    node_id: str
+    inputs: Sequence[str] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class NodeFinishedEvent(Event):
+    """A node ended: `ok`, `failed` or `skipped`."""
+
+    kind: ClassVar[str] = "node.finished"
+    node_id: str
+    status: str
+    output: str | None = None
+    duration_ms: float = 0.0
+    error: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelRequestEvent(Event):
+    """A request to the model: how many messages, which tools are offered."""
+
+    kind: ClassVar[str] = "model.request"
+    node_id: str
+    round: int
+    messages: int
+    tools: Sequence[str] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelReplyEvent(Event):
+    """The model's answer to one request."""
+
+    kind: ClassVar[str] = "model.reply"
+    node_id: str
+    round: int
+    content: str | None = None
+    tool_calls: Sequence[Mapping[str, Any]] = ()  # {id, name, arguments}
+    usage: Mapping[str, int] = field(default_factory=dict)
+    duration_ms: float = 0.0
+
+
+# --- tools -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolCallEvent(Event):
+    """A tool call is about to be executed."""
+
+    kind: ClassVar[str] = "tool.call"
+    node_id: str
+    call_id: str
+    tool: str  # final name
+    original_name: str = ""
+    source: str = ""
+    server: str = ""
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolResultEvent(Event):
+    """A tool call finished (possibly as an error result, which is data)."""
+
+    kind: ClassVar[str] = "tool.result"
+    node_id: str
+    call_id: str
+    tool: str
+    original_name: str = ""
+    source: str = ""
+    server: str = ""
+    blocks: Sequence[Mapping[str, Any]] = ()
+    is_error: bool = False
+    error_class: str | None = None
+    duration_ms: float = 0.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolErrorEvent(ToolResultEvent):
+    """A tool call failed in the infrastructure (server unreachable, died, protocol error)."""
+
+    kind: ClassVar[str] = "tool.error"
+    is_error: bool = True
+
+
+@dataclass(frozen=True, kw_only=True)
+class AttachmentSavedEvent(Event):
+    """A binary tool result was saved under the run directory."""
+
+    kind: ClassVar[str] = "attachment.saved"
+    node_id: str
+    tool: str
+    path: str
+    mime_type: str
+    size: int
+    sha256: str
+
+
+# --- bus -------------------------------------------------------------------------------------
+
+EventSink = Callable[[Event], None]
+ErrorReporter = Callable[[EventSink, BaseException], None]
+
+
+class EventBus:
+    """Delivers every event to every subscribed sink, in subscription order."""
+
+    def __init__(self, *, on_sink_error: ErrorReporter | None = None) -> None:
+        self._sinks: list[EventSink] = []
+        self._failed: set[int] = set()
+        self._on_sink_error = on_sink_error
+        self.sink_errors: list[str] = []
+
+    def subscribe(self, sink: EventSink) -> None:
+        """Add a sink; it receives every later event."""
+        self._sinks.append(sink)
+
+    def unsubscribe(self, sink: EventSink) -> None:
+        """Remove a sink (no error if it is not subscribed)."""
+        if sink in self._sinks:
+            self._sinks.remove(sink)
+
+    def emit(self, event: Event) -> None:
+        """Give `event` to every sink; a sink that raises never breaks the run."""
+        for sink in list(self._sinks):
+            try:
+                sink(event)
+            except Exception as exc:  # a broken renderer must not stop the workflow
+                self._report(sink, exc)
+
+    def _report(self, sink: EventSink, exc: Exception) -> None:
+        # Report once per sink so a sink failing on every event does not flood the output.
+        if id(sink) in self._failed:
+            return
+        self._failed.add(id(sink))
+        self.sink_errors.append(f"{_sink_name(sink)}: {type(exc).__name__}: {exc}")
+        if self._on_sink_error is not None:
+            # The reporter itself must not break the run either.
+            with contextlib.suppress(Exception):
+                self._on_sink_error(sink, exc)
+
+
+def _sink_name(sink: EventSink) -> str:
+    owner = getattr(sink, "__self__", None)
+    if owner is not None:
+        return type(owner).__name__
+    return getattr(sink, "__qualname__", None) or type(sink).__name__
+
+
+def _plain(value: Any) -> Any:
+    """JSON-friendly copy: mappings → dicts, sequences → lists."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def event_to_dict(event: Event) -> dict[str, Any]:
+    """`{"kind", "ts", "run_id", ...fields}` with plain JSON-able values."""
+    data: dict[str, Any] = {"kind": event.kind, "ts": event.ts, "run_id": event.run_id}
+    for f in dataclasses.fields(event):
+        if f.name in ("ts", "run_id"):
+            continue
+        data[f.name] = _plain(getattr(event, f.name))
+    return data

@@ -1,0 +1,250 @@
+"""The summary of a run, built from its events: node outcomes, counts, tool stats, attachments."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from devall_cli.engine.events import (
+    AttachmentSavedEvent,
+    Event,
+    ModelReplyEvent,
+    NodeFinishedEvent,
+    NodeStartedEvent,
+    RunFinishedEvent,
+    RunStartedEvent,
+    ServerExitedEvent,
+    ServerReadyEvent,
+    ServerStartingEvent,
+    ToolResultEvent,
+)
+
+
+@dataclass(frozen=True)
+class TokenCounts:
+    """Tokens reported by the model endpoint."""
+
+    prompt: int = 0
+    completion: int = 0
+    total: int = 0
+
+    def __add__(self, other: TokenCounts) -> TokenCounts:
+        return TokenCounts(
+            self.prompt + other.prompt,
+            self.completion + other.completion,
+            self.total + other.total,
+        )
+
+
+@dataclass(frozen=True)
+class NodeRecord:
+    """One node of a run: status, output, timing and what it consumed."""
+
+    node_id: str
+    status: str = "pending"  # pending | running | ok | failed | skipped
+    output: str | None = None
+    error: str | None = None
+    duration_ms: float = 0.0
+    model_calls: int = 0
+    tool_calls: int = 0
+    tokens: TokenCounts = field(default_factory=TokenCounts)
+
+
+@dataclass(frozen=True)
+class ToolStats:
+    """Calls of one tool (final name) during a run."""
+
+    tool: str
+    original_name: str = ""
+    source: str = ""
+    server: str = ""
+    calls: int = 0
+    errors: int = 0
+    total_ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class AttachmentRecord:
+    """A binary tool result saved under the run directory."""
+
+    path: str
+    mime_type: str
+    size: int
+    sha256: str
+    tool: str = ""
+    node_id: str = ""
+
+
+@dataclass(frozen=True)
+class ServerRecord:
+    """A tool source used by the run."""
+
+    server_id: str
+    source: str = ""
+    target: str = ""
+    status: str = "starting"  # starting | ready | exited
+    protocol_version: str | None = None
+    server_name: str | None = None
+    tools: int = 0
+    connect_ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """The outcome of a run, as result.json and the summary table show it."""
+
+    run_id: str
+    workflow: str
+    status: str  # running | ok | failed | interrupted
+    output: str = ""
+    task: str = ""
+    error: str | None = None
+    exit_code: int = 0
+    started_at: float = 0.0
+    duration_ms: float = 0.0
+    nodes: tuple[NodeRecord, ...] = ()
+    tools: tuple[ToolStats, ...] = ()
+    attachments: tuple[AttachmentRecord, ...] = ()
+    servers: tuple[ServerRecord, ...] = ()
+
+    @property
+    def node_outputs(self) -> dict[str, str]:
+        """The output of every node that produced one."""
+        return {n.node_id: n.output for n in self.nodes if n.output is not None}
+
+    @property
+    def model_calls(self) -> int:
+        """Model requests answered during the run."""
+        return sum(n.model_calls for n in self.nodes)
+
+    @property
+    def tool_calls(self) -> int:
+        """Tool calls finished during the run (errors included)."""
+        return sum(t.calls for t in self.tools)
+
+    @property
+    def tokens(self) -> TokenCounts:
+        """Tokens of all model calls."""
+        total = TokenCounts()
+        for node in self.nodes:
+            total = total + node.tokens
+        return total
+
+
+class RunRecorder:
+    """An event sink that keeps the running summary of one run."""
+
+    def __init__(self) -> None:
+        self._result = RunResult(run_id="", workflow="", status="running")
+        self._nodes: dict[str, NodeRecord] = {}
+        self._tools: dict[str, ToolStats] = {}
+        self._servers: dict[str, ServerRecord] = {}
+        self._attachments: list[AttachmentRecord] = []
+
+    def __call__(self, event: Event) -> None:
+        """Take one event into account."""
+        handler = getattr(self, "_on_" + event.kind.replace(".", "_"), None)
+        if handler is not None:
+            handler(event)
+
+    def result(self) -> RunResult:
+        """The summary so far (final once `run.finished` was seen)."""
+        return replace(
+            self._result,
+            nodes=tuple(self._nodes.values()),
+            tools=tuple(self._tools.values()),
+            attachments=tuple(self._attachments),
+            servers=tuple(self._servers.values()),
+        )
+
+    def node(self, node_id: str) -> NodeRecord:
+        """The record of one node (a pending one if it has not started)."""
+        return self._nodes.get(node_id, NodeRecord(node_id))
+
+    # --- handlers (named after event kinds) --------------------------------------------------
+
+    def _on_run_started(self, event: RunStartedEvent) -> None:
+        self._result = replace(
+            self._result,
+            run_id=event.run_id,
+            workflow=event.workflow,
+            task=event.task,
+            started_at=event.ts,
+        )
+
+    def _on_run_finished(self, event: RunFinishedEvent) -> None:
+        self._result = replace(
+            self._result,
+            status=event.status,
+            output=event.output,
+            error=event.error,
+            exit_code=event.exit_code,
+            duration_ms=event.duration_ms,
+        )
+
+    def _on_node_started(self, event: NodeStartedEvent) -> None:
+        self._update_node(event.node_id, status="running")
+
+    def _on_node_finished(self, event: NodeFinishedEvent) -> None:
+        self._update_node(
+            event.node_id,
+            status=event.status,
+            output=event.output,
+            error=event.error,
+            duration_ms=event.duration_ms,
+        )
+
+    def _on_model_reply(self, event: ModelReplyEvent) -> None:
+        node = self.node(event.node_id)
+        usage = event.usage
+        tokens = TokenCounts(
+            int(usage.get("prompt_tokens", 0)),
+            int(usage.get("completion_tokens", 0)),
+            int(usage.get("total_tokens", 0)),
+        )
+        self._update_node(
+            event.node_id, model_calls=node.model_calls + 1, tokens=node.tokens + tokens
+        )
+
+    def _on_tool_result(self, event: ToolResultEvent) -> None:
+        node = self.node(event.node_id)
+        self._update_node(event.node_id, tool_calls=node.tool_calls + 1)
+        stats = self._tools.get(event.tool) or ToolStats(
+            event.tool, event.original_name, event.source, event.server
+        )
+        self._tools[event.tool] = replace(
+            stats,
+            calls=stats.calls + 1,
+            errors=stats.errors + int(event.is_error),
+            total_ms=round(stats.total_ms + event.duration_ms, 3),
+        )
+
+    _on_tool_error = _on_tool_result
+
+    def _on_attachment_saved(self, event: AttachmentSavedEvent) -> None:
+        self._attachments.append(
+            AttachmentRecord(
+                event.path, event.mime_type, event.size, event.sha256, event.tool, event.node_id
+            )
+        )
+
+    def _on_server_starting(self, event: ServerStartingEvent) -> None:
+        self._servers[event.server_id] = ServerRecord(event.server_id, event.source, event.target)
+
+    def _on_server_ready(self, event: ServerReadyEvent) -> None:
+        record = self._servers.get(event.server_id) or ServerRecord(event.server_id)
+        self._servers[event.server_id] = replace(
+            record,
+            status="ready",
+            protocol_version=event.protocol_version,
+            server_name=event.server_name,
+            tools=event.tools,
+            connect_ms=event.connect_ms,
+        )
+
+    def _on_server_exited(self, event: ServerExitedEvent) -> None:
+        record = self._servers.get(event.server_id) or ServerRecord(event.server_id)
+        self._servers[event.server_id] = replace(record, status="exited")
+
+    def _update_node(self, node_id: str, **changes: Any) -> None:
+        self._nodes[node_id] = replace(self.node(node_id), **changes)

@@ -1,0 +1,304 @@
+"""The human trace: Rich rendering of run events on stderr, with a live status line on a TTY."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from rich.console import Console, RenderableType
+from rich.live import Live
+from rich.panel import Panel
+from rich.spinner import Spinner
+from rich.table import Table
+from rich.text import Text
+
+from devall_cli.engine.events import (
+    AttachmentSavedEvent,
+    Event,
+    ModelReplyEvent,
+    ModelRequestEvent,
+    NodeFinishedEvent,
+    NodeStartedEvent,
+    RunFinishedEvent,
+    RunStartedEvent,
+    ServerExitedEvent,
+    ServerLogEvent,
+    ServerReadyEvent,
+    ServerRestartedEvent,
+    ServerStartingEvent,
+    ToolCallEvent,
+    ToolErrorEvent,
+    ToolResultEvent,
+)
+from devall_cli.engine.recorder import RunRecorder, RunResult
+from devall_cli.trace.redact import Redactor
+from devall_cli.trace.status import WaitState
+
+Verbosity = Literal["quiet", "normal", "verbose"]
+
+# How much of a long text the normal mode shows; verbose shows everything.
+SHORT_LINES = 6
+SHORT_CHARS = 600
+
+
+def format_ms(ms: float) -> str:
+    """`850 ms`, `2.35 s`."""
+    return f"{ms:.0f} ms" if ms < 1000 else f"{ms / 1000:.2f} s"
+
+
+def shorten(text: str, lines: int = SHORT_LINES, chars: int = SHORT_CHARS) -> str:
+    """The first `lines` lines / `chars` characters, saying how much was left out."""
+    kept = text.splitlines()[:lines]
+    short = "\n".join(kept)
+    if len(short) > chars:
+        short = short[:chars]
+    if len(short) < len(text.rstrip("\n")):
+        hidden_lines = text.count("\n") - short.count("\n")
+        more = f"{hidden_lines} more lines" if hidden_lines > 0 else "more"
+        short += f"\n… ({more}; --verbose shows all)"
+    return short
+
+
+def render_blocks(blocks: Sequence[Mapping[str, Any]]) -> str:
+    """Result blocks as text: text as is, attachments as saved paths, data as JSON."""
+    parts: list[str] = []
+    for block in blocks:
+        kind = block.get("type")
+        if kind == "text":
+            parts.append(str(block.get("text", "")))
+        elif kind == "attachment":
+            parts.append(
+                f"[{block.get('kind', 'file')} saved: {block.get('path')} "
+                f"({block.get('mime_type')}, {block.get('size')} bytes)]"
+            )
+        else:
+            parts.append(_json(block.get("data", block)))
+    return "\n".join(parts)
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+class ConsoleSink:
+    """Renders events to a Rich console; `quiet` prints nothing."""
+
+    def __init__(
+        self,
+        console: Console,
+        redactor: Redactor,
+        verbosity: Verbosity = "normal",
+        *,
+        live: bool | None = None,
+    ) -> None:
+        self.console = console
+        self.redactor = redactor
+        self.verbosity = verbosity
+        self.recorder = RunRecorder()
+        self.waits = WaitState()
+        self._calls: dict[str, ToolCallEvent] = {}
+        self._use_live = (console.is_terminal and verbosity != "quiet") if live is None else live
+        self._live: Live | None = None
+        self._spinner = Spinner("dots", style="cyan")
+
+    @property
+    def verbose(self) -> bool:
+        """Whether texts are shown in full."""
+        return self.verbosity == "verbose"
+
+    def __call__(self, event: Event) -> None:
+        """Render one event."""
+        self.recorder(event)
+        if self.verbosity == "quiet":
+            return
+        self.waits.update(event)
+        if isinstance(event, RunStartedEvent):
+            self._start_live()
+        handler = getattr(self, "_on_" + event.kind.replace(".", "_"), None)
+        if handler is not None:
+            handler(event)
+        if isinstance(event, RunFinishedEvent):
+            self.close()
+            self._print_summary(self.recorder.result(), event)
+        elif self._live is not None:
+            self._live.refresh()  # show the new wait state now, not at the next tick
+
+    def close(self) -> None:
+        """Stop the live status line (idempotent)."""
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+
+    # --- helpers -----------------------------------------------------------------------------
+
+    def _t(self, text: str, style: str = "") -> Text:
+        return Text(self.redactor.text(text), style=style)
+
+    def _print(self, text: str, style: str = "") -> None:
+        self.console.print(self._t(text, style), soft_wrap=True)
+
+    def _body(self, text: str) -> str:
+        return text if self.verbose else shorten(text)
+
+    def _start_live(self) -> None:
+        if not self._use_live or self._live is not None:
+            return
+        self._live = Live(
+            console=self.console,
+            get_renderable=self._status_line,
+            refresh_per_second=8,
+            transient=True,
+            redirect_stdout=False,
+            redirect_stderr=False,
+        )
+        self._live.start()
+
+    def _status_line(self) -> RenderableType:
+        self._spinner.update(text=self._t(self.waits.describe(), "dim"))
+        return self._spinner
+
+    # --- run and servers ---------------------------------------------------------------------
+
+    def _on_run_started(self, event: RunStartedEvent) -> None:
+        self._print(f"devall run {event.run_id} · workflow {event.workflow}", "bold")
+        if self.verbose:
+            self._print(f"task: {event.task}", "dim")
+
+    def _on_server_starting(self, event: ServerStartingEvent) -> None:
+        self._print(f"· starting {event.server_id} ({event.source}: {event.target})", "dim")
+
+    def _on_server_ready(self, event: ServerReadyEvent) -> None:
+        details = [event.server_name or "", f"protocol {event.protocol_version}"]
+        details += [f"{event.tools} tools", format_ms(event.connect_ms)]
+        shown = " · ".join(d for d in details if d and not d.endswith("None"))
+        self._print(f"✓ server {event.server_id} ready · {shown}", "green")
+
+    def _on_server_log(self, event: ServerLogEvent) -> None:
+        if self.verbose:
+            self._print(f"  {event.server_id} | {event.line}", "dim")
+
+    def _on_server_exited(self, event: ServerExitedEvent) -> None:
+        message = f": {event.message}" if event.message else ""
+        self._print(f"✗ server {event.server_id} exited ({event.status}){message}", "red")
+
+    def _on_server_restarted(self, event: ServerRestartedEvent) -> None:
+        self._print(f"↻ server {event.server_id} restarted (attempt {event.attempt})", "yellow")
+
+    # --- nodes and model ---------------------------------------------------------------------
+
+    def _on_node_started(self, event: NodeStartedEvent) -> None:
+        self.console.rule(self._t(f"node {event.node_id}", "bold cyan"), style="cyan")
+        if self.verbose:
+            for text in event.inputs:
+                self._print(f"input: {text}", "dim")
+
+    def _on_model_request(self, event: ModelRequestEvent) -> None:
+        if self.verbose:
+            tools = ", ".join(event.tools) or "none"
+            count = _plural(event.messages, "message")
+            self._print(f"→ model · round {event.round} · {count} · tools: {tools}", "dim")
+
+    def _on_model_reply(self, event: ModelReplyEvent) -> None:
+        tokens = event.usage.get("total_tokens", 0)
+        head = f"model · round {event.round} · {format_ms(event.duration_ms)}"
+        self._print(head + (f" · {tokens} tokens" if tokens else ""), "magenta")
+        if event.content:
+            self._print(self._body(event.content))
+        for call in event.tool_calls:
+            args = _json(self.redactor.value(call.get("arguments", {})))
+            args = args if self.verbose else shorten(args, lines=1, chars=200)
+            self._print(f"  ⇢ {call.get('name')} {args}", "blue")
+
+    def _on_node_finished(self, event: NodeFinishedEvent) -> None:
+        if event.status == "ok":
+            self._print(f"✓ node {event.node_id} ok · {format_ms(event.duration_ms)}", "green")
+            if self.verbose and event.output is not None:
+                self._print(f"output: {event.output}", "dim")
+        elif event.status == "skipped":
+            self._print(f"- node {event.node_id} skipped (no edge fired)", "dim")
+        else:
+            self._print(f"✗ node {event.node_id} failed: {event.error}", "bold red")
+
+    # --- tools -------------------------------------------------------------------------------
+
+    def _on_tool_call(self, event: ToolCallEvent) -> None:
+        self._calls[event.call_id] = event
+        if self.verbose:
+            self._print(f"… {event.node_id} calls {event.tool}", "dim")
+
+    def _on_tool_result(self, event: ToolResultEvent) -> None:
+        call = self._calls.pop(event.call_id, None)
+        infra = isinstance(event, ToolErrorEvent)
+        style = "red" if event.is_error else "green"
+        title = f"tool {event.tool}"
+        if event.original_name and event.original_name != event.tool:
+            title += f" ({event.original_name})"
+        where = " ".join(p for p in (event.source, event.server) if p)
+        title += f" · {where}" if where else ""
+        title += f" · {format_ms(event.duration_ms)}"
+        if event.is_error:
+            label = "infrastructure error" if infra else "error"
+            title += f" · {label}" + (f" ({event.error_class})" if event.error_class else "")
+        body = Text()
+        if call is not None:
+            args = _json(self.redactor.value(call.arguments))
+            body.append_text(
+                self._t("args: " + (args if self.verbose else shorten(args, 2)), "dim")
+            )
+            body.append("\n")
+        body.append_text(self._t(self._body(render_blocks(event.blocks)) or "(empty result)"))
+        panel = Panel(body, title=self._t(title), title_align="left", border_style=style)
+        self.console.print(panel)
+
+    _on_tool_error = _on_tool_result
+
+    def _on_attachment_saved(self, event: AttachmentSavedEvent) -> None:
+        self._print(
+            f"  attachment: {event.path} ({event.mime_type}, {event.size} bytes, "
+            f"sha256 {event.sha256[:12]}…)",
+            "cyan",
+        )
+
+    # --- summary -----------------------------------------------------------------------------
+
+    def _print_summary(self, result: RunResult, event: RunFinishedEvent) -> None:
+        table = Table(title=self._t("run summary"), title_justify="left")
+        for name in ("node", "status", "model calls", "tool calls", "tokens", "duration"):
+            justify: Literal["left", "right"] = "left" if name in ("node", "status") else "right"
+            table.add_column(name, justify=justify)
+        for node in result.nodes:
+            style = {"ok": "green", "failed": "red"}.get(node.status, "dim")
+            table.add_row(
+                self._t(node.node_id),
+                Text(node.status, style=style),
+                Text(str(node.model_calls)),
+                Text(str(node.tool_calls)),
+                Text(str(node.tokens.total)),
+                Text(format_ms(node.duration_ms)),
+            )
+        table.add_row(
+            Text("total", style="bold"),
+            Text(event.status, style="bold"),
+            Text(str(result.model_calls)),
+            Text(str(result.tool_calls)),
+            Text(str(result.tokens.total)),
+            Text(format_ms(event.duration_ms)),
+        )
+        self.console.print(table)
+        self._print_status_line(event)
+
+    def _print_status_line(self, event: RunFinishedEvent) -> None:
+        took = format_ms(event.duration_ms)
+        if event.status == "ok":
+            self._print(f"✓ run ok in {took}", "bold green")
+        elif event.status == "interrupted":
+            self._print(f"■ run interrupted after {took}", "bold yellow")
+        else:
+            self._print(
+                f"✗ run failed after {took} (exit {event.exit_code}): {event.error}", "bold red"
+            )

@@ -1,0 +1,50 @@
+"""The JSONL event log: one complete, redacted JSON object per event, per line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import IO, Any
+
+from devall_cli.engine.events import Event, event_to_dict
+from devall_cli.trace.redact import Redactor
+
+
+def _json_default(value: Any) -> Any:
+    """Whatever json cannot write natively (paths, sets, odd objects) becomes its text."""
+    if isinstance(value, set | frozenset):
+        return sorted(value, key=str)
+    return str(value)
+
+
+class JsonlSink:
+    """Writes every event to `path` (`events.jsonl`), flushed line by line."""
+
+    def __init__(self, path: Path, redactor: Redactor) -> None:
+        self.path = Path(path)
+        self.redactor = redactor
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # Line-buffered so that a crash or Ctrl-C leaves every event written so far on disk.
+        self._file: IO[str] | None = self.path.open("w", encoding="utf-8", buffering=1)
+
+    def __call__(self, event: Event) -> None:
+        """Append one event."""
+        if self._file is None:
+            return
+        record = self.redactor.value(event_to_dict(event))
+        line = json.dumps(record, ensure_ascii=False, default=_json_default)
+        # Redact the serialized line too: a secret may hide in a value json had to stringify.
+        self._file.write(self.redactor.text(line) + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        """Close the file (idempotent)."""
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def __enter__(self) -> JsonlSink:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

@@ -1,0 +1,144 @@
+"""result.json: the machine-readable outcome of a run, redacted, written atomically."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from devall_cli.engine.events import Event, RunFinishedEvent
+from devall_cli.engine.recorder import (
+    AttachmentRecord,
+    NodeRecord,
+    RunRecorder,
+    RunResult,
+    TokenCounts,
+    ToolStats,
+)
+from devall_cli.trace.redact import Redactor
+
+
+def _tokens(tokens: TokenCounts) -> dict[str, int]:
+    return {"prompt": tokens.prompt, "completion": tokens.completion, "total": tokens.total}
+
+
+def _node(node: NodeRecord) -> dict[str, Any]:
+    return {
+        "id": node.node_id,
+        "status": node.status,
+        "output": node.output,
+        "error": node.error,
+        "duration_ms": node.duration_ms,
+        "model_calls": node.model_calls,
+        "tool_calls": node.tool_calls,
+        "tokens": _tokens(node.tokens),
+    }
+
+
+def _tool(stats: ToolStats) -> dict[str, Any]:
+    return {
+        "tool": stats.tool,
+        "original_name": stats.original_name,
+        "source": stats.source,
+        "server": stats.server,
+        "calls": stats.calls,
+        "errors": stats.errors,
+        "total_ms": stats.total_ms,
+    }
+
+
+def _attachment(record: AttachmentRecord) -> dict[str, Any]:
+    return {
+        "path": record.path,
+        "mime_type": record.mime_type,
+        "size": record.size,
+        "sha256": record.sha256,
+        "tool": record.tool,
+        "node": record.node_id,
+    }
+
+
+def _iso(ts: float) -> str | None:
+    if not ts:
+        return None
+    return datetime.fromtimestamp(ts, tz=UTC).isoformat(timespec="milliseconds")
+
+
+def ordered_nodes(result: RunResult, node_ids: Sequence[str] = ()) -> list[NodeRecord]:
+    """The node records in `node_ids` order (nodes never reached as `not_run`), then the rest."""
+    by_id = {node.node_id: node for node in result.nodes}
+    ordered = [by_id.pop(n, NodeRecord(n, status="not_run")) for n in node_ids]
+    return ordered + list(by_id.values())
+
+
+def build_result(
+    result: RunResult, redactor: Redactor, *, node_ids: Sequence[str] = ()
+) -> dict[str, Any]:
+    """The result.json document of a run (redacted)."""
+    document: dict[str, Any] = {
+        "run_id": result.run_id,
+        "workflow": result.workflow,
+        "status": result.status,
+        "exit_code": result.exit_code,
+        "error": result.error,
+        "task": result.task,
+        "output": result.output,
+        "started_at": _iso(result.started_at),
+        "duration_ms": result.duration_ms,
+        "nodes": [_node(node) for node in ordered_nodes(result, node_ids)],
+        "tools": [_tool(t) for t in result.tools],
+        "attachments": [_attachment(a) for a in result.attachments],
+        "totals": {
+            "model_calls": result.model_calls,
+            "tool_calls": result.tool_calls,
+            "tokens": _tokens(result.tokens),
+        },
+    }
+    redacted: dict[str, Any] = redactor.value(document)
+    return redacted
+
+
+def write_json_atomic(path: Path, document: Any) -> None:
+    """Write JSON to a temporary file beside `path`, then rename it into place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(document, handle, indent=2, ensure_ascii=False, default=str)
+            handle.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_result(
+    path: Path, result: RunResult, redactor: Redactor, *, node_ids: Sequence[str] = ()
+) -> dict[str, Any]:
+    """Write result.json atomically; returns the (redacted) document written."""
+    document = build_result(result, redactor, node_ids=node_ids)
+    write_json_atomic(path, document)
+    return document
+
+
+class ResultSink:
+    """An event sink that writes result.json when the run finishes (ok, failed or interrupted)."""
+
+    def __init__(self, path: Path, redactor: Redactor, *, node_ids: Sequence[str] = ()) -> None:
+        self.path = Path(path)
+        self.redactor = redactor
+        self.node_ids = tuple(node_ids)
+        self.recorder = RunRecorder()
+        self.document: dict[str, Any] | None = None
+
+    def __call__(self, event: Event) -> None:
+        """Record the event; on `run.finished` write the file."""
+        self.recorder(event)
+        if isinstance(event, RunFinishedEvent):
+            self.document = write_result(
+                self.path, self.recorder.result(), self.redactor, node_ids=self.node_ids
+            )

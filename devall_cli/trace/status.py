@@ -1,0 +1,87 @@
+"""What a run is waiting for right now, for the console's live status line."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+
+from devall_cli.engine.events import (
+    Event,
+    ModelReplyEvent,
+    ModelRequestEvent,
+    NodeFinishedEvent,
+    RunStartedEvent,
+    ServerExitedEvent,
+    ServerReadyEvent,
+    ServerStartingEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+)
+
+
+@dataclass(frozen=True)
+class _Wait:
+    label: str
+    since: float
+
+
+class WaitState:
+    """Tracks servers starting, nodes waiting on the model, and tool calls in flight.
+
+    Events arrive on the event loop while a live display reads the state from its refresh
+    thread, hence the lock.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._started = time.monotonic()
+        self._servers: dict[str, float] = {}
+        self._waits: dict[tuple[str, str], _Wait] = {}
+
+    def update(self, event: Event) -> None:
+        """Take one event into account."""
+        now = time.monotonic()
+        with self._lock:
+            if isinstance(event, RunStartedEvent):
+                self._started = now
+            elif isinstance(event, ServerStartingEvent):
+                self._servers[event.server_id] = now
+            elif isinstance(event, ServerReadyEvent | ServerExitedEvent):
+                self._servers.pop(event.server_id, None)
+            elif isinstance(event, ModelRequestEvent):
+                label = f"{event.node_id} waiting on the model (round {event.round})"
+                self._waits[("model", event.node_id)] = _Wait(label, now)
+            elif isinstance(event, ModelReplyEvent):
+                self._waits.pop(("model", event.node_id), None)
+            elif isinstance(event, ToolCallEvent):
+                label = f"{event.node_id} waiting on tool {event.tool}"
+                self._waits[("tool", event.call_id)] = _Wait(label, now)
+            elif isinstance(event, ToolResultEvent):
+                self._waits.pop(("tool", event.call_id), None)
+            elif isinstance(event, NodeFinishedEvent):
+                self._forget_node(event.node_id)
+
+    def _forget_node(self, node_id: str) -> None:
+        for key, wait in list(self._waits.items()):
+            if key == ("model", node_id) or wait.label.startswith(f"{node_id} waiting on tool "):
+                del self._waits[key]
+
+    def describe(self) -> str:
+        """One line: what is pending and for how long, then the run's elapsed time."""
+        now = time.monotonic()
+        with self._lock:
+            parts: list[str] = []
+            if self._servers:
+                since = min(self._servers.values())
+                names = ", ".join(self._servers)
+                parts.append(f"starting servers: {names} ({_seconds(now - since)})")
+            parts.extend(f"{w.label} ({_seconds(now - w.since)})" for w in self._waits.values())
+            elapsed = _seconds(now - self._started)
+        if not parts:
+            return f"running… {elapsed}"
+        return " · ".join(parts) + f" · {elapsed} elapsed"
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.1f}s"
