@@ -1,0 +1,173 @@
+"""Load a workflow file: YAML with positions → `${VAR}` resolution → typed, validated Workflow.
+
+Every problem is collected (never just the first) as a ConfigIssue with file, line, column and
+a path such as `graph.nodes[1].config.tooling[0].config.timeout`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from devall_cli.config.dotenv import load_dotenv_files
+from devall_cli.config.graph_checks import parse_graph
+from devall_cli.config.model import Workflow, frozen_mapping
+from devall_cli.config.placeholders import (
+    MIN_SECRET_LENGTH,
+    UNRESOLVED,
+    PlaceholderResolver,
+)
+from devall_cli.config.schema import Checker, KeySpec, check_keys, describe
+from devall_cli.config.yaml_source import SourceDocument, load_source
+from devall_cli.errors import ConfigError, ConfigIssue
+
+_TOP_KEYS = KeySpec(known=frozenset({"version", "vars", "graph"}))
+_MASK = "***"
+
+
+def load_workflow(
+    path: str | Path,
+    *,
+    cli_vars: Mapping[str, str] | None = None,
+    env_file: str | Path | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Workflow:
+    """The validated workflow; raises ConfigError carrying every issue when it has errors."""
+    workflow, issues = validate_workflow(
+        path, cli_vars=cli_vars, env_file=env_file, environ=environ
+    )
+    if workflow is None:
+        raise ConfigError.from_issues(issues)
+    return workflow
+
+
+def validate_workflow(
+    path: str | Path,
+    *,
+    cli_vars: Mapping[str, str] | None = None,
+    env_file: str | Path | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> tuple[Workflow | None, list[ConfigIssue]]:
+    """(workflow or None, every issue: errors and warnings); never raises ConfigError."""
+    display = str(path)
+    try:
+        doc = load_source(Path(path), display)
+    except ConfigError as exc:
+        return None, exc.issues or [ConfigIssue(exc.message, file=display)]
+    return _build(
+        doc,
+        Path(path).resolve(),
+        cli_vars=dict(cli_vars or {}),
+        env_file=Path(env_file) if env_file is not None else None,
+        environ=os.environ if environ is None else environ,
+    )
+
+
+def _build(
+    doc: SourceDocument,
+    file_path: Path,
+    *,
+    cli_vars: dict[str, str],
+    env_file: Path | None,
+    environ: Mapping[str, str],
+) -> tuple[Workflow | None, list[ConfigIssue]]:
+    top: dict[str, Any] = doc.data
+    ck = Checker(doc, workflow_dir=file_path.parent, environ=environ)
+    dotenv = load_dotenv_files(file_path.parent, Path.cwd(), env_file)
+    check_keys(ck, top, (), _TOP_KEYS)
+    resolver = PlaceholderResolver(
+        vars_block=_vars_block(ck, top), cli_vars=cli_vars, environ=environ, dotenv=dotenv.values
+    )
+    resolved_vars = resolver.resolve_vars()
+    resolved = {
+        key: resolver.resolve_tree(value, (key,)) for key, value in top.items() if key != "vars"
+    }
+    version = _version(ck, resolved.get("version"))
+    graph = parse_graph(ck, resolved.get("graph"))
+    secrets = _secrets(resolver.secrets | ck.secrets, environ)
+    placeholder_issues = [doc.issue(p, text, severity=sev) for p, text, sev in resolver.issues]
+    issues = [
+        mask_issue(issue, secrets)
+        for issue in _ordered(doc, [*dotenv.issues, *placeholder_issues, *ck.issues])
+    ]
+    if graph is None or any(issue.severity == "error" for issue in issues):
+        return None, issues
+    plain_vars = {k: _plain(v) for k, v in resolved_vars.items() if v is not UNRESOLVED}
+    workflow = Workflow(
+        graph=graph,
+        path=file_path,
+        version=version,
+        vars=frozen_mapping(plain_vars),
+        secrets=frozenset(secrets),
+        warnings=tuple(issues),
+    )
+    return workflow, issues
+
+
+def _vars_block(ck: Checker, top: dict[str, Any]) -> dict[str, Any] | None:
+    vars_block = top.get("vars")
+    if vars_block is None or isinstance(vars_block, dict):
+        return vars_block
+    ck.error(("vars",), f"vars must be a mapping of names to values, got {describe(vars_block)}")
+    return None
+
+
+def _version(ck: Checker, value: Any) -> str | None:
+    if value is None or value is UNRESOLVED:
+        return None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)  # `version: 1.0` reads as a number; it is only informational
+    if not isinstance(value, str):
+        ck.error(("version",), f"version must be text, got {describe(value)}")
+        return None
+    return str(value)
+
+
+def _secrets(found: set[str], environ: Mapping[str, str]) -> set[str]:
+    """Every value to mask; the default OpenAI key is used by agents that set no api_key."""
+    secrets = {value for value in found if len(value) >= MIN_SECRET_LENGTH}
+    default_key = environ.get("OPENAI_API_KEY", "")
+    if len(default_key) >= MIN_SECRET_LENGTH:
+        secrets.add(default_key)
+    return secrets
+
+
+def _ordered(doc: SourceDocument, issues: Iterable[ConfigIssue]) -> list[ConfigIssue]:
+    """Issues of other files (.env) first, then the workflow's in reading order."""
+    return sorted(issues, key=lambda i: (i.file == doc.file, i.line, i.col))
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    return str(value) if isinstance(value, str) else value
+
+
+def mask_text(text: str, secrets: Iterable[str]) -> str:
+    """`text` with every secret replaced by `***`."""
+    for secret in sorted(secrets, key=len, reverse=True):
+        if secret and secret in text:
+            text = text.replace(secret, _MASK)
+    return text
+
+
+def mask_issue(issue: ConfigIssue, secrets: Iterable[str]) -> ConfigIssue:
+    """The issue with secrets masked in its message and source line (the caret column follows)."""
+    ordered = sorted((s for s in secrets if s), key=len, reverse=True)
+    if not ordered:
+        return issue
+    line, col = issue.source_line, issue.col
+    for secret in ordered:
+        while secret in line:
+            start = line.index(secret)
+            if col and start + len(secret) < col:
+                col -= len(secret) - len(_MASK)
+            elif col and start < col:
+                col = start + 1  # the caret pointed inside the secret: point at the mask
+            line = line[:start] + _MASK + line[start + len(secret) :]
+    return replace(issue, message=mask_text(issue.message, ordered), source_line=line, col=col)

@@ -1,0 +1,371 @@
+"""Type checks for resolved workflow data: each check records an issue instead of raising.
+
+Every check returns a usable value (the default when the input is wrong) so one pass over the
+file finds every problem. Values whose placeholder failed (UNRESOLVED) were reported already and
+pass silently.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+from urllib.parse import urlsplit
+
+from devall_cli.config.placeholders import MIN_SECRET_LENGTH, UNRESOLVED, TextValue
+from devall_cli.config.yaml_source import KeyPath, SourceDocument, format_path
+from devall_cli.errors import ConfigIssue
+
+_TRUE_WORDS = frozenset({"true", "yes", "on"})
+_FALSE_WORDS = frozenset({"false", "no", "off"})
+_MISSING = object()
+
+
+class Checker:
+    """Collects issues and secrets while typed config objects are built."""
+
+    def __init__(
+        self,
+        doc: SourceDocument,
+        *,
+        workflow_dir: Path,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.doc = doc
+        self.workflow_dir = workflow_dir
+        self.environ: Mapping[str, str] = environ if environ is not None else {}
+        self.issues: list[ConfigIssue] = []
+        self.secrets: set[str] = set()
+        # tool names known without starting a server (function tools), by tooling entry path
+        self.static_tool_names: dict[KeyPath, list[str]] = {}
+
+    def error(self, path: KeyPath, message: str, *, at_key: bool = False) -> None:
+        """Record an error at `path`."""
+        self.issues.append(self.doc.issue(path, message, at_key=at_key))
+
+    def warning(self, path: KeyPath, message: str, *, at_key: bool = False) -> None:
+        """Record a warning at `path`."""
+        self.issues.append(self.doc.issue(path, message, severity="warning", at_key=at_key))
+
+    def secret(self, value: Any) -> None:
+        """Remember a value that must be masked in every output."""
+        if isinstance(value, str) and len(value) >= MIN_SECRET_LENGTH:
+            self.secrets.add(str(value))
+
+    @property
+    def error_count(self) -> int:
+        """How many errors (not warnings) were recorded so far."""
+        return sum(1 for issue in self.issues if issue.severity == "error")
+
+
+def describe(value: Any) -> str:
+    """A short description of a value for messages: `'abc' (text)`, `true (boolean)`, …"""
+    if isinstance(value, bool):
+        return f"{'true' if value else 'false'} (boolean)"
+    if value is None:
+        return "nothing (null)"
+    if isinstance(value, (int, float)):
+        return f"{value} (number)"
+    if isinstance(value, str):
+        shown = value if len(value) <= 40 else value[:37] + "..."
+        return f"{shown!r} (text)"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return f"{value!s} ({type(value).__name__})"
+
+
+# --- key sets ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KeySpec:
+    """The keys one mapping may have."""
+
+    known: frozenset[str]
+    ignored: frozenset[str] = frozenset()  # ChatDev keys accepted without effect, silently
+    noted: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))  # warn
+    unsupported: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))  # error
+
+
+def check_keys(ck: Checker, mapping: Mapping[str, Any], path: KeyPath, spec: KeySpec) -> None:
+    """Warn about unknown keys (with a suggestion) and reject unsupported ChatDev features."""
+    for key, value in mapping.items():
+        here = (*path, key)
+        if key in spec.known or key in spec.ignored:
+            continue
+        if key in spec.unsupported:
+            if _is_set(value):
+                ck.error(
+                    here, f"{spec.unsupported[key]} ('{key}') is not supported yet", at_key=True
+                )
+            continue
+        if key in spec.noted:
+            ck.warning(here, spec.noted[key], at_key=True)
+            continue
+        ck.warning(here, unknown_key_message(key, spec), at_key=True)
+
+
+def unknown_key_message(key: str, spec: KeySpec) -> str:
+    """`unknown key 'edgs' (ignored); did you mean 'edges'?`."""
+    message = f"unknown key '{key}' (ignored)"
+    suggestion = suggest(key, sorted(spec.known))
+    return f"{message}; did you mean '{suggestion}'?" if suggestion else message
+
+
+def suggest(word: str, choices: list[str]) -> str | None:
+    """The closest choice to a misspelled word, if one is close enough."""
+    matches = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    if not matches:
+        lowered = {choice.lower(): choice for choice in choices}
+        matches = [lowered[word.lower()]] if word.lower() in lowered else []
+    return matches[0] if matches else None
+
+
+def _is_set(value: Any) -> bool:
+    return value not in (None, False, "", [], {}) and value is not UNRESOLVED
+
+
+# --- scalar checks -------------------------------------------------------------------------
+
+
+def get_mapping(ck: Checker, value: Any, path: KeyPath, what: str) -> dict[str, Any] | None:
+    """`value` if it is a mapping; otherwise an error (None or UNRESOLVED pass as None)."""
+    if value is UNRESOLVED:
+        return None
+    if isinstance(value, dict):
+        return value
+    ck.error(path, f"{what} must be a mapping, got {describe(value)}")
+    return None
+
+
+def opt_str(
+    ck: Checker,
+    mapping: Mapping[str, Any],
+    key: str,
+    path: KeyPath,
+    *,
+    required: bool = False,
+) -> str | None:
+    """A text value; `required` also rejects empty text."""
+    value = mapping.get(key, _MISSING)
+    if value is UNRESOLVED:
+        return None
+    if value is _MISSING or value is None:
+        if required:
+            _missing(ck, mapping, key, path)
+        return None
+    if not isinstance(value, str):
+        ck.error((*path, key), f"{key} must be text, got {describe(value)}")
+        return None
+    if required and not value.strip():
+        ck.error((*path, key), f"{key} must not be empty")
+        return None
+    return str(value)
+
+
+def _missing(ck: Checker, mapping: Mapping[str, Any], key: str, path: KeyPath) -> None:
+    here = (*path, key)
+    if key in mapping:
+        ck.error(here, f"{key} is required and must not be empty", at_key=True)
+    else:
+        ck.error(here, f"{key} is required")
+
+
+def opt_number(
+    ck: Checker,
+    mapping: Mapping[str, Any],
+    key: str,
+    path: KeyPath,
+    default: float,
+    *,
+    minimum: float | None = None,
+    positive: bool = False,
+) -> float:
+    """A number (int or float, never a boolean); text from a placeholder may spell one."""
+    value = mapping.get(key)
+    if value is None or value is UNRESOLVED:
+        return default
+    number = _as_number(value)
+    here = (*path, key)
+    if number is None:
+        ck.error(here, f"{key} must be a number, got {describe(value)}")
+        return default
+    if positive and number <= 0:
+        ck.error(here, f"{key} must be greater than 0, got {value}")
+        return default
+    if minimum is not None and number < minimum:
+        ck.error(here, f"{key} must be at least {minimum:g}, got {value}")
+        return default
+    return float(number)
+
+
+def _as_number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        number = float(value)
+    elif isinstance(value, TextValue):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            return None
+    else:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def opt_int(
+    ck: Checker,
+    mapping: Mapping[str, Any],
+    key: str,
+    path: KeyPath,
+    default: int,
+    *,
+    minimum: int | None = None,
+) -> int:
+    """A whole number (never a boolean); text from a placeholder may spell one."""
+    value = mapping.get(key)
+    if value is None or value is UNRESOLVED:
+        return default
+    number: int | None = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, TextValue) and re.fullmatch(r"\s*[+-]?\d+\s*", value):
+        number = int(value)
+    here = (*path, key)
+    if number is None:
+        ck.error(here, f"{key} must be a whole number, got {describe(value)}")
+        return default
+    if minimum is not None and number < minimum:
+        ck.error(here, f"{key} must be at least {minimum}, got {number}")
+        return default
+    return number
+
+
+def opt_bool(
+    ck: Checker, mapping: Mapping[str, Any], key: str, path: KeyPath, default: bool
+) -> bool:
+    """A boolean; the YAML 1.1 words yes/no/on/off are accepted as ChatDev's loader reads them."""
+    value = mapping.get(key)
+    if value is None or value is UNRESOLVED:
+        return default
+    parsed = as_bool(value)
+    if parsed is None:
+        ck.error((*path, key), f"{key} must be true or false, got {describe(value)}")
+        return default
+    return parsed
+
+
+def as_bool(value: Any) -> bool | None:
+    """`value` as a boolean, or None when it is not one."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        word = value.strip().lower()
+        if word in _TRUE_WORDS:
+            return True
+        if word in _FALSE_WORDS:
+            return False
+    return None
+
+
+def opt_str_list(
+    ck: Checker,
+    mapping: Mapping[str, Any],
+    key: str,
+    path: KeyPath,
+    default: tuple[str, ...] = (),
+) -> tuple[str, ...]:
+    """A list of text items; every item is checked and reported at its own index."""
+    value = mapping.get(key)
+    if value is None or value is UNRESOLVED:
+        return default
+    here = (*path, key)
+    if not isinstance(value, list):
+        ck.error(here, f"{key} must be a list of text items, got {describe(value)}")
+        return default
+    items: list[str] = []
+    for index, item in enumerate(value):
+        if item is UNRESOLVED:
+            continue
+        if not isinstance(item, str):
+            ck.error((*here, index), f"every item of {key} must be text, got {describe(item)}")
+            continue
+        items.append(str(item))
+    return tuple(items)
+
+
+def opt_str_map(
+    ck: Checker,
+    mapping: Mapping[str, Any],
+    key: str,
+    path: KeyPath,
+    *,
+    secret: bool = False,
+) -> dict[str, str]:
+    """A mapping whose scalar values are coerced to text (`secret`: mask every value)."""
+    value = mapping.get(key)
+    if value is None or value is UNRESOLVED:
+        return {}
+    here = (*path, key)
+    if not isinstance(value, dict):
+        ck.error(here, f"{key} must be a mapping of names to values, got {describe(value)}")
+        return {}
+    result: dict[str, str] = {}
+    for name, item in value.items():
+        if item is UNRESOLVED:
+            continue
+        if isinstance(item, (list, dict)):
+            ck.error((*here, name), f"the value of {key}.{name} must be text, got {describe(item)}")
+            continue
+        result[name] = scalar_text(item)
+        if secret:
+            ck.secret(result[name])
+    return result
+
+
+def scalar_text(value: Any) -> str:
+    """A scalar as text the way YAML writes it (true/false, '' for null)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "" if value is None else str(value)
+
+
+def opt_regex(ck: Checker, mapping: Mapping[str, Any], key: str, path: KeyPath) -> str | None:
+    """A regular expression, compiled to prove it is valid."""
+    pattern = opt_str(ck, mapping, key, path)
+    if pattern is not None and not check_regex(ck, pattern, (*path, key), key):
+        return None
+    return pattern
+
+
+def check_regex(ck: Checker, pattern: str, path: KeyPath, what: str, flags: int = 0) -> bool:
+    """Compile `pattern`; an invalid one is an error at `path`."""
+    try:
+        re.compile(pattern, flags)
+    except (re.error, RecursionError, OverflowError) as exc:
+        ck.error(path, f"{what} is not a valid regular expression: {exc}")
+        return False
+    return True
+
+
+def is_http_url(text: str) -> bool:
+    """Whether `text` is an absolute http:// or https:// URL with a host."""
+    try:
+        parts = urlsplit(text.strip())
+        parts.port  # noqa: B018 - raises ValueError for a malformed port
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.hostname)
+
+
+def path_text(path: KeyPath) -> str:
+    """The dotted form of `path` for messages."""
+    return format_path(path)

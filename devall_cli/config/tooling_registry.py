@@ -1,0 +1,164 @@
+"""Tooling entries: a registry of tooling types keyed by name, and the parser of `tooling:`.
+
+A new tooling type plugs in by calling `register_tooling_type` with a parser for its `config`
+block; the entry parser below never needs to change.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from devall_cli.config.model import ToolingConfig, ToolingSettings
+from devall_cli.config.placeholders import UNRESOLVED
+from devall_cli.config.schema import (
+    Checker,
+    KeySpec,
+    check_keys,
+    describe,
+    get_mapping,
+    opt_str,
+    suggest,
+)
+from devall_cli.config.yaml_source import KeyPath, format_path
+
+# Parses a type's `config` mapping; returns None after recording issues when it is unusable.
+ToolingParser = Callable[[Checker, dict[str, Any], KeyPath], ToolingSettings | None]
+
+
+@dataclass(frozen=True)
+class ToolingType:
+    """One registered tooling type."""
+
+    name: str
+    parse: ToolingParser
+    summary: str = ""
+
+
+_REGISTRY: dict[str, ToolingType] = {}
+
+_ENTRY_KEYS = KeySpec(known=frozenset({"type", "prefix", "config"}))
+_PREFIX = re.compile(r"[A-Za-z0-9_-]+")
+DUPLICATE_TOOL_MESSAGE = (
+    "Duplicate tool name '{name}' detected. "
+    "Please use a unique 'prefix' in your tooling configuration."
+)
+
+
+def register_tooling_type(tooling_type: ToolingType) -> None:
+    """Make a tooling type available to workflows (a later registration replaces an earlier one)."""
+    _REGISTRY[tooling_type.name] = tooling_type
+
+
+def tooling_types() -> Mapping[str, ToolingType]:
+    """Every registered tooling type by name (the built-in ones are always there)."""
+    # The built-in types register themselves on import; importing here avoids an import cycle.
+    from devall_cli.config import tooling_types as _builtin  # noqa: F401
+
+    return dict(_REGISTRY)
+
+
+def parse_tooling(ck: Checker, raw: Any, path: KeyPath) -> tuple[ToolingConfig, ...]:
+    """An agent's `tooling`: a list of entries, or a single mapping (ChatDev's documented form)."""
+    if raw is None or raw is UNRESOLVED:
+        return ()
+    if isinstance(raw, dict):
+        entries = [(raw, path)]
+    elif isinstance(raw, list):
+        entries = [(item, (*path, index)) for index, item in enumerate(raw)]
+    else:
+        ck.error(path, f"tooling must be a list of tooling entries, got {describe(raw)}")
+        return ()
+    parsed: list[tuple[KeyPath, ToolingConfig]] = []
+    for item, where in entries:
+        entry = parse_tooling_entry(ck, item, where)
+        if entry is not None:
+            parsed.append((where, entry))
+    _check_duplicates(ck, parsed)
+    return tuple(entry for _, entry in parsed)
+
+
+def parse_tooling_entry(ck: Checker, raw: Any, path: KeyPath) -> ToolingConfig | None:
+    """One `{type, prefix, config}` entry."""
+    entry = get_mapping(ck, raw, path, "a tooling entry")
+    if entry is None:
+        return None
+    check_keys(ck, entry, path, _ENTRY_KEYS)
+    type_name = opt_str(ck, entry, "type", path, required=True)
+    prefix = _prefix(ck, entry, path)
+    if type_name is None:
+        return None
+    tooling_type = _lookup_type(ck, type_name, entry, path)
+    if tooling_type is None:
+        return None
+    config_path = (*path, "config")
+    if entry.get("config") is None and "config" not in entry:
+        ck.error(config_path, f"config is required for tooling type '{type_name}'")
+        return None
+    config = get_mapping(ck, entry.get("config") or {}, config_path, "config")
+    if config is None:
+        return None
+    settings = tooling_type.parse(ck, config, config_path)
+    if settings is None:
+        return None
+    return ToolingConfig(type=type_name, config=settings, prefix=prefix, path=format_path(path))
+
+
+def _prefix(ck: Checker, entry: Mapping[str, Any], path: KeyPath) -> str | None:
+    prefix = opt_str(ck, entry, "prefix", path)
+    if prefix is not None and not _PREFIX.fullmatch(prefix):
+        ck.error(
+            (*path, "prefix"),
+            f"prefix may only use letters, digits, '_' and '-', got {prefix!r}",
+        )
+        return None
+    return prefix or None
+
+
+def _lookup_type(
+    ck: Checker, type_name: str, entry: Mapping[str, Any], path: KeyPath
+) -> ToolingType | None:
+    registry = tooling_types()
+    if type_name in registry:
+        return registry[type_name]
+    here = (*path, "type")
+    if type_name == "mcp":
+        ck.error(here, _legacy_mcp_message(entry.get("config")))
+        return None
+    known = ", ".join(sorted(registry))
+    message = f"unknown tooling type '{type_name}' (known types: {known})"
+    guess = suggest(type_name, sorted(registry))
+    ck.error(here, f"{message}; did you mean '{guess}'?" if guess else message)
+    return None
+
+
+def _legacy_mcp_message(config: Any) -> str:
+    """How to migrate the retired `type: mcp`, tailored to what the entry's config holds."""
+    base = "tooling type 'mcp' is no longer supported"
+    keys = set(config) if isinstance(config, dict) else set()
+    if "server" in keys or "url" in keys:
+        return f"{base}: use 'type: mcp_remote' with 'server: <http(s) URL>' for an HTTP server"
+    if "command" in keys:
+        return f"{base}: use 'type: mcp_local' with 'command' and 'args' to start a local server"
+    return (
+        f"{base}: use 'type: mcp_remote' (config: server: <http(s) URL>) for an HTTP server, "
+        "or 'type: mcp_local' (config: command, args) for a local program"
+    )
+
+
+def _check_duplicates(ck: Checker, entries: list[tuple[KeyPath, ToolingConfig]]) -> None:
+    """Report final tool names that two of a node's tooling entries would both offer.
+
+    Only names known before any server starts (function tools) are checked here; MCP tool
+    names are known at run time and checked there.
+    """
+    seen: set[str] = set()
+    for path, entry in entries:
+        for name in ck.static_tool_names.get(path, []):
+            final = entry.final_name(name)
+            if final in seen:
+                where = (*path, "prefix") if entry.prefix else path
+                ck.error(where, DUPLICATE_TOOL_MESSAGE.format(name=final))
+            seen.add(final)

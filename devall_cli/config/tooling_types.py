@@ -1,0 +1,225 @@
+"""The built-in tooling types: `mcp_remote`, `mcp_local` and `function` (SPEC.md §4)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from devall_cli.config.model import (
+    FunctionRef,
+    FunctionToolingConfig,
+    McpLocalConfig,
+    McpRemoteConfig,
+    frozen_mapping,
+)
+from devall_cli.config.placeholders import UNRESOLVED
+from devall_cli.config.schema import (
+    Checker,
+    KeySpec,
+    check_keys,
+    describe,
+    get_mapping,
+    is_http_url,
+    opt_bool,
+    opt_int,
+    opt_number,
+    opt_regex,
+    opt_str,
+    opt_str_list,
+    opt_str_map,
+)
+from devall_cli.config.tooling_registry import ToolingType, register_tooling_type
+from devall_cli.config.yaml_source import KeyPath
+
+DEFAULT_TOOL_SOURCES = ("mcp_tools",)
+FUNCTIONS_DIR_ENV = "DEVALL_FUNCTIONS_DIR"
+
+_REMOTE_KEYS = KeySpec(
+    known=frozenset({"server", "headers", "timeout", "cache_ttl", "tool_sources"})
+)
+_LOCAL_KEYS = KeySpec(
+    known=frozenset(
+        {
+            "command",
+            "args",
+            "cwd",
+            "env",
+            "inherit_env",
+            "startup_timeout",
+            "wait_for_log",
+            "cache_ttl",
+            "tool_sources",
+            "max_concurrency",
+            "call_timeout",
+            "max_restarts",
+        }
+    )
+)
+_FUNCTION_KEYS = KeySpec(known=frozenset({"tools", "timeout"}), ignored=frozenset({"auto_load"}))
+_FUNCTION_REF_KEYS = KeySpec(
+    known=frozenset({"name"}),
+    noted={
+        key: f"'{key}' of a function tool has no effect in devall (ignored)"
+        for key in ("description", "parameters", "auto_fill")
+    },
+)
+
+
+def _tool_sources(ck: Checker, config: dict[str, Any], path: KeyPath) -> tuple[str, ...]:
+    value = config.get("tool_sources")
+    if isinstance(value, str):  # ChatDev accepts a single name too
+        return (value,)
+    sources = opt_str_list(ck, config, "tool_sources", path, DEFAULT_TOOL_SOURCES)
+    return tuple(s.strip() for s in sources if s.strip())
+
+
+def parse_mcp_remote(ck: Checker, config: dict[str, Any], path: KeyPath) -> McpRemoteConfig | None:
+    """`type: mcp_remote`: an MCP server reached over HTTP(S)."""
+    check_keys(ck, config, path, _REMOTE_KEYS)
+    server = opt_str(ck, config, "server", path, required=True)
+    if server is not None and not is_http_url(server):
+        ck.error(
+            (*path, "server"),
+            f"server must be an http:// or https:// URL, got {describe(server)}",
+        )
+        server = None
+    headers = opt_str_map(ck, config, "headers", path, secret=True)
+    timeout = opt_number(ck, config, "timeout", path, 10.0, positive=True)
+    cache_ttl = opt_number(ck, config, "cache_ttl", path, 0.0, minimum=0)
+    sources = _tool_sources(ck, config, path)
+    if server is None:
+        return None
+    return McpRemoteConfig(
+        server=server.strip(),
+        headers=frozen_mapping(headers),
+        timeout=timeout,
+        cache_ttl=cache_ttl,
+        tool_sources=sources,
+    )
+
+
+def parse_mcp_local(ck: Checker, config: dict[str, Any], path: KeyPath) -> McpLocalConfig | None:
+    """`type: mcp_local`: a local program spoken to over stdio, kept alive for the run."""
+    check_keys(ck, config, path, _LOCAL_KEYS)
+    command = opt_str(ck, config, "command", path, required=True)
+    args = _args(ck, config, path)
+    cwd = _cwd(ck, config, path)
+    env = opt_str_map(ck, config, "env", path, secret=True)
+    settings = McpLocalConfig(
+        command=command or "",
+        args=args,
+        cwd=cwd,
+        env=frozen_mapping(env),
+        inherit_env=opt_bool(ck, config, "inherit_env", path, True),
+        startup_timeout=opt_number(ck, config, "startup_timeout", path, 10.0, positive=True),
+        wait_for_log=opt_regex(ck, config, "wait_for_log", path),
+        cache_ttl=opt_number(ck, config, "cache_ttl", path, 0.0, minimum=0),
+        tool_sources=_tool_sources(ck, config, path),
+        max_concurrency=opt_int(ck, config, "max_concurrency", path, 1, minimum=1),
+        call_timeout=opt_number(ck, config, "call_timeout", path, 60.0, positive=True),
+        max_restarts=opt_int(ck, config, "max_restarts", path, 1, minimum=0),
+    )
+    return settings if command is not None else None
+
+
+def _args(ck: Checker, config: dict[str, Any], path: KeyPath) -> tuple[str, ...]:
+    value = config.get("args")
+    if isinstance(value, str):
+        ck.error(
+            (*path, "args"),
+            f"args must be a list of text items, got {describe(value)} "
+            f"(write args: [{value!r}] or one item per argument)",
+        )
+        return ()
+    return opt_str_list(ck, config, "args", path)
+
+
+def _cwd(ck: Checker, config: dict[str, Any], path: KeyPath) -> str | None:
+    cwd = opt_str(ck, config, "cwd", path)
+    if cwd is None or not cwd.strip():
+        return None
+    resolved = (ck.workflow_dir / os.path.expanduser(cwd.strip())).resolve()
+    if not resolved.is_dir():
+        ck.warning((*path, "cwd"), f"cwd {resolved} is not a directory; the server will not start")
+    return str(resolved)
+
+
+def functions_dir(ck: Checker) -> Path:
+    """`DEVALL_FUNCTIONS_DIR` if set, else `functions/` beside the workflow file (absolute)."""
+    configured = ck.environ.get(FUNCTIONS_DIR_ENV, "").strip()
+    if configured:
+        return Path(os.path.expanduser(configured)).resolve()
+    return (ck.workflow_dir / "functions").resolve()
+
+
+def parse_function(
+    ck: Checker, config: dict[str, Any], path: KeyPath
+) -> FunctionToolingConfig | None:
+    """`type: function`: Python functions from the functions directory."""
+    check_keys(ck, config, path, _FUNCTION_KEYS)
+    refs = _function_refs(ck, config, path)
+    timeout = opt_number(ck, config, "timeout", path, 30.0, positive=True)
+    if refs is None:
+        return None
+    directory = functions_dir(ck)
+    names = _resolve_functions(ck, directory, refs, path)
+    if names is None:
+        return None
+    ck.static_tool_names[path[:-1]] = names
+    return FunctionToolingConfig(tools=refs, timeout=timeout, functions_dir=str(directory))
+
+
+def _function_refs(
+    ck: Checker, config: dict[str, Any], path: KeyPath
+) -> tuple[FunctionRef, ...] | None:
+    tools = config.get("tools")
+    here = (*path, "tools")
+    if tools is UNRESOLVED:
+        return None
+    if tools is None or tools == []:
+        ck.error(here, "tools is required: list the functions, e.g. tools: [{name: get_weather}]")
+        return None
+    if not isinstance(tools, list):
+        ck.error(here, f"tools must be a list of {{name: ...}} entries, got {describe(tools)}")
+        return None
+    refs: list[FunctionRef] = []
+    for index, item in enumerate(tools):
+        entry = get_mapping(ck, item, (*here, index), "a function tool entry")
+        if entry is None:
+            continue
+        check_keys(ck, entry, (*here, index), _FUNCTION_REF_KEYS)
+        name = opt_str(ck, entry, "name", (*here, index), required=True)
+        if name is not None:
+            refs.append(FunctionRef(name.strip()))
+    return tuple(refs) if len(refs) == len(tools) else None
+
+
+def _resolve_functions(
+    ck: Checker, directory: Path, refs: tuple[FunctionRef, ...], path: KeyPath
+) -> list[str] | None:
+    """The final function names, or None after reporting why they cannot be resolved."""
+    try:
+        from devall_cli.config.functions import FunctionResolutionError, resolve_function_tools
+    except ImportError:  # function discovery not available: accept the names as written
+        return [ref.name for ref in refs if ":" not in ref.name]
+    try:
+        infos = resolve_function_tools(directory, refs)
+    except FunctionResolutionError as exc:
+        where: KeyPath = (*path, "tools")
+        if exc.index is not None:
+            where = (*where, exc.index, "name")
+        ck.error(where, exc.message)
+        return None
+    return [info.name for info in infos]
+
+
+register_tooling_type(
+    ToolingType("mcp_remote", parse_mcp_remote, "an MCP server reached over HTTP(S)")
+)
+register_tooling_type(
+    ToolingType("mcp_local", parse_mcp_local, "a local MCP server program spoken to over stdio")
+)
+register_tooling_type(
+    ToolingType("function", parse_function, "Python functions from the functions directory")
+)
