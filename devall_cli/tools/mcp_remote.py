@@ -1,0 +1,108 @@
+"""`mcp_remote`: an MCP server reached over streamable HTTP, or SSE when the URL ends in `/sse`.
+
+One session per server per run. `headers` go with every request; `timeout` bounds each request
+and each connect + handshake attempt. Connecting and listing are tried 3 times (waiting 0.5 s, then 1 s)
+while the server cannot be reached. A session the server forgot (HTTP 404 after a restart) or a
+dropped connection is replaced once, transparently, and the request retried.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx2
+from fastmcp.client.transports import SSETransport, StreamableHttpTransport
+
+from devall_cli.config.model import McpRemoteConfig
+from devall_cli.errors import DevallError
+from devall_cli.tools.attachments import AttachmentStore
+from devall_cli.tools.base import LogCallback
+from devall_cli.tools.mcp_session import McpSessionSource
+
+REMOTE_MAX_CONCURRENCY = 16
+LIST_RETRY_DELAYS = (0.5, 1.0)
+
+
+def uses_sse(url: str) -> bool:
+    """Whether a server URL selects the legacy SSE transport (its path ends in `/sse`)."""
+    return urlsplit(url).path.rstrip("/").endswith("/sse")
+
+
+class RemoteSource(McpSessionSource):
+    """A remote MCP server over HTTP with one long-lived session."""
+
+    kind = "mcp_remote"
+    retry_delays = LIST_RETRY_DELAYS
+
+    def __init__(
+        self,
+        *,
+        id: str,
+        config: McpRemoteConfig,
+        store: AttachmentStore | None = None,
+        on_log: LogCallback | None = None,
+        max_concurrency: int = REMOTE_MAX_CONCURRENCY,
+    ) -> None:
+        super().__init__(
+            id=id,
+            target=config.display_target(),
+            request_timeout=config.timeout,
+            init_timeout=config.timeout,
+            store=store,
+            on_log=on_log,
+            max_concurrency=max_concurrency,
+        )
+        self.config = config
+        self._last_status: int | None = None
+
+    @property
+    def log_tail(self) -> list[str]:
+        """The latest log lines (server notifications and reconnect notes)."""
+        return list(self._recent_log)
+
+    def make_transport(self) -> StreamableHttpTransport | SSETransport:
+        """A streamable HTTP transport, or SSE for `/sse` URLs, sending the configured headers."""
+        headers = {str(k): str(v) for k, v in self.config.headers.items()}
+        self._last_status = None  # a new connection: forget statuses of the previous one
+        if uses_sse(self.config.server):
+            return SSETransport(
+                self.config.server, headers=headers, httpx_client_factory=self._http_client
+            )
+        return StreamableHttpTransport(
+            self.config.server, headers=headers, httpx_client_factory=self._http_client
+        )
+
+    def _http_client(
+        self,
+        headers: dict[str, str] | None = None,
+        timeout: httpx2.Timeout | None = None,
+        auth: httpx2.Auth | None = None,
+        **_: Any,
+    ) -> httpx2.AsyncClient:
+        """The HTTP client of one connection; it records response statuses for error reports."""
+        # Redirects are not followed here: the MCP transports follow same-origin ones themselves.
+        return httpx2.AsyncClient(
+            headers=headers,
+            timeout=timeout or httpx2.Timeout(30.0, read=300.0),
+            auth=auth,
+            event_hooks={"response": [self._record_status]},
+        )
+
+    async def _record_status(self, response: httpx2.Response) -> None:
+        self._last_status = response.status_code
+
+    def _http_status(self) -> int | None:
+        status = self._last_status
+        return status if status is not None and status >= 400 else None
+
+    async def _on_session_lost(self, exc: BaseException) -> bool:
+        """Replace the session once; a failure to reconnect is raised as a DevallError."""
+        self._log("[devall] session lost; reconnecting")
+        try:
+            await self._reconnect()
+        except DevallError as error:
+            self._log(f"[devall] reconnect failed: {error.message}")
+            raise
+        self._log("[devall] reconnected")
+        return True

@@ -1,0 +1,362 @@
+"""One long-lived MCP session per server, shared by every list and call of a run.
+
+`McpSessionSource` owns a fastmcp `Client`; subclasses supply the transport (`make_transport`)
+and decide what a lost session means (`_on_session_lost`). Connecting never hangs: each attempt
+(transport connect + handshake) is bounded by `init_timeout`. The first attempt probes the modern
+protocol; if the server never answers it, one more attempt uses the classic `initialize`
+handshake (so a server that never answers at all fails after at most twice `init_timeout`).
+
+Subclass contract:
+- `make_transport()` returns a fresh fastmcp `ClientTransport` for each connection attempt.
+- `_on_session_lost(exc)` runs with the session lock held after a request failed because the
+  session is gone. Return True once a new session is up (call `await self._reconnect()`); the
+  failed request is then retried once. Return False (the default) to fail with ServerDiedError.
+- `retry_delays` (class attribute): waits between connect/list attempts that failed because the
+  server could not be reached; empty means a single attempt.
+- `_failure(exc, phase)` words a connect/list failure; override to raise other DevallErrors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+from fastmcp import Client
+
+from devall_cli.errors import (
+    DevallConnectionError,
+    DevallError,
+    ServerDiedError,
+    ServerUnreachableError,
+)
+from devall_cli.tools.base import LogCallback, RawTool, ServerInfo, SourceKind, ToolResult
+from devall_cli.tools.mcp_errors import (
+    describe_failure,
+    is_handshake_timeout,
+    is_session_lost,
+    tool_error_class,
+    translate_exception,
+    translate_failure,
+)
+from devall_cli.tools.normalize import normalize_result
+
+if TYPE_CHECKING:
+    import mcp_types
+    from fastmcp.client.logging import LogMessage
+
+    from devall_cli.tools.attachments import AttachmentStore
+
+T = TypeVar("T")
+LOG_TAIL_LINES = 50
+CLOSE_TIMEOUT = 5.0
+# The client enforces init_timeout on the handshake itself; this outer bound also covers the
+# transport's own connect (an SSE stream that never opens), a little later so the client's own,
+# more precise error usually wins.
+CONNECT_GRACE = 0.5
+
+# The MCP SDK logs transport tracebacks (e.g. a dropped SSE stream) at ERROR level; without a
+# handler Python would print them on stderr. devall reports those failures itself.
+logging.getLogger("mcp").addHandler(logging.NullHandler())
+
+
+class McpSessionSource:
+    """One long-lived fastmcp Client (one MCP session) reused for every list and call."""
+
+    kind: SourceKind
+    retry_delays: tuple[float, ...] = ()
+
+    def __init__(
+        self,
+        *,
+        id: str,
+        target: str,
+        request_timeout: float,
+        init_timeout: float,
+        store: AttachmentStore | None = None,
+        on_log: LogCallback | None = None,
+        max_concurrency: int = 1,
+    ) -> None:
+        self.id = id
+        self.target = target
+        self.request_timeout = request_timeout
+        self.init_timeout = init_timeout
+        self.store = store
+        self.on_log = on_log
+        self.max_concurrency = max(1, max_concurrency)
+        self._limiter = asyncio.Semaphore(self.max_concurrency)
+        self._lock = asyncio.Lock()  # guards connecting, reconnecting and swapping the client
+        self._client: Client[Any] | None = None
+        self._generation = 0  # bumped for every new session; tells a stale failure apart
+        self._info: ServerInfo | None = None
+        self._closed = False
+        self._recent_log: deque[str] = deque(maxlen=LOG_TAIL_LINES)
+
+    # --- what subclasses provide -------------------------------------------------------------
+
+    def make_transport(self) -> Any:
+        """A new fastmcp ClientTransport for one connection attempt."""
+        raise NotImplementedError
+
+    async def _on_session_lost(self, exc: BaseException) -> bool:
+        """React to a lost session (lock held); True when `_reconnect()` brought a new one up."""
+        return False
+
+    def _http_status(self) -> int | None:
+        """The HTTP status of the latest failed response, for sources that speak HTTP."""
+        return None
+
+    def _failure(self, exc: BaseException, phase: Literal["connect", "list"]) -> DevallError:
+        """The DevallError for a failed connect or list."""
+        return translate_failure(
+            exc,
+            source_id=self.id,
+            target=self.target,
+            phase=phase,
+            http_status=self._http_status(),
+            timeout=self.init_timeout if phase == "connect" else self.request_timeout,
+        )
+
+    # --- public API --------------------------------------------------------------------------
+
+    @property
+    def info(self) -> ServerInfo | None:
+        """What the server said about itself when the current session started."""
+        return self._info
+
+    async def start(self) -> ServerInfo:
+        """Connect and complete the handshake (bounded by init_timeout); idempotent."""
+        await self._with_retries("connect", self._session)
+        assert self._info is not None
+        return self._info
+
+    async def list_tools(self) -> list[RawTool]:
+        """The server's tools, connecting first if needed."""
+        tools = await self._with_retries("list", self._list_once)
+        return [
+            RawTool(
+                name=tool.name,
+                description=tool.description or "",
+                input_schema=dict(tool.input_schema or {}),
+                meta=dict(tool.meta or {}),
+            )
+            for tool in tools
+        ]
+
+    async def call_tool(
+        self, name: str, arguments: Mapping[str, Any], *, timeout: float | None = None
+    ) -> ToolResult:
+        """Call a tool; tool failures and timeouts come back as error results."""
+        limit = self.request_timeout if timeout is None else timeout
+        started = time.perf_counter()
+        async with self._limiter:
+            outcome = await self._call_with_recovery(name, dict(arguments), limit)
+        duration_ms = (time.perf_counter() - started) * 1000
+        if isinstance(outcome, ToolResult):
+            return ToolResult(
+                blocks=outcome.blocks,
+                is_error=outcome.is_error,
+                error_class=outcome.error_class,
+                duration_ms=duration_ms,
+            )
+        blocks = normalize_result(outcome, tool_name=name, store=self.store, source="mcp_tool")
+        error_class = None
+        if outcome.is_error:
+            text = " ".join(getattr(block, "text", "") for block in blocks)
+            error_class = tool_error_class(text)
+        return ToolResult(
+            blocks=blocks,
+            is_error=bool(outcome.is_error),
+            error_class=error_class,
+            duration_ms=duration_ms,
+        )
+
+    async def close(self) -> None:
+        """End the session; safe to call more than once."""
+        self._closed = True
+        client, self._client = self._client, None
+        if client is not None:
+            await _close_quietly(client)
+
+    # --- sessions ----------------------------------------------------------------------------
+
+    async def _session(self) -> tuple[Client[Any], int]:
+        """The current client and its generation, connecting first when there is none."""
+        client = self._client
+        if client is not None:
+            return client, self._generation
+        async with self._lock:
+            if self._client is None:
+                await self._open_session()
+            assert self._client is not None
+            return self._client, self._generation
+
+    async def _reconnect(self) -> None:
+        """Replace the current session with a new one (lock held by the caller)."""
+        client, self._client = self._client, None
+        if client is not None:
+            await _close_quietly(client)
+        await self._open_session()
+
+    async def _open_session(self) -> None:
+        """Connect a new client: modern probe first, then one legacy try if it went unanswered."""
+        if self._closed:
+            raise ServerDiedError(f"MCP server '{self.id}' ({self.target}) is already closed")
+        started = time.perf_counter()
+        transport = self.make_transport()
+        legacy_only = bool(getattr(transport, "legacy_only", False))
+        try:
+            client = await self._connect("legacy" if legacy_only else "auto", transport)
+        except Exception as exc:
+            if legacy_only or not is_handshake_timeout(exc):
+                raise self._failure(exc, "connect") from exc
+            self._log(
+                f"[devall] no answer to the protocol probe within {self.init_timeout:g}s; "
+                "retrying with the initialize handshake"
+            )
+            try:
+                client = await self._connect("legacy", self.make_transport())
+            except Exception as retry_exc:
+                raise self._failure(retry_exc, "connect") from retry_exc
+        if self._closed:  # closed while connecting: do not leave the new session behind
+            await _close_quietly(client)
+            raise ServerDiedError(f"MCP server '{self.id}' ({self.target}) is already closed")
+        server = client.server_info
+        self._info = ServerInfo(
+            protocol_version=client.protocol_version,
+            server_name=server.name if server is not None else None,
+            connect_ms=round((time.perf_counter() - started) * 1000, 1),
+        )
+        self._client = client
+        self._generation += 1
+
+    async def _connect(self, mode: str, transport: Any) -> Client[Any]:
+        """Enter a new fastmcp Client on `transport`, bounded by init_timeout."""
+        client: Client[Any] = Client(
+            transport,
+            timeout=self.request_timeout,
+            init_timeout=self.init_timeout,
+            mode=mode,
+            log_handler=self._on_server_log,
+        )
+        try:
+            async with asyncio.timeout(self.init_timeout + CONNECT_GRACE):
+                await client.__aenter__()  # type: ignore[no-untyped-call]
+        except BaseException:
+            await _close_quietly(client)
+            raise
+        return client
+
+    async def _recover(self, exc: BaseException, generation: int) -> bool:
+        """Whether a session is usable again after `exc` lost the one of `generation`."""
+        async with self._lock:
+            if self._generation != generation and self._client is not None:
+                return True  # another request already replaced the session
+            if self._closed:
+                return False
+            return await self._on_session_lost(exc)
+
+    # --- requests ----------------------------------------------------------------------------
+
+    async def _with_retries(self, phase: str, attempt: Callable[[], Awaitable[T]]) -> T:
+        """Run `attempt`, retrying after the waits in `retry_delays` while unreachable."""
+        delays = self.retry_delays
+        for number in range(len(delays) + 1):
+            try:
+                return await attempt()
+            except ServerUnreachableError as exc:
+                if exc.status != "unreachable" or number == len(delays):
+                    raise
+                delay = delays[number]
+                self._log(
+                    f"[devall] {phase} attempt {number + 1}/{len(delays) + 1} failed "
+                    f"({exc.message}); retrying in {delay:g}s"
+                )
+                await asyncio.sleep(delay)
+        raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+
+    async def _list_once(self) -> list[mcp_types.Tool]:
+        async with self._limiter:
+            client, generation = await self._session()
+            try:
+                return await client.list_tools()
+            except Exception as exc:
+                if not is_session_lost(exc):
+                    raise self._failure(exc, "list") from exc
+                lost = exc
+            if not await self._recover(lost, generation):
+                raise self._failure(lost, "list") from lost
+            client, _ = await self._session()
+            try:
+                return await client.list_tools()
+            except Exception as exc:
+                raise self._failure(exc, "list") from exc
+
+    async def _call_with_recovery(
+        self, name: str, arguments: dict[str, Any], limit: float
+    ) -> mcp_types.CallToolResult | ToolResult:
+        client, generation = await self._session()
+        try:
+            return await client.call_tool_mcp(name, arguments, timeout=limit)
+        except Exception as exc:
+            if not is_session_lost(exc):
+                return self._call_failure(exc, name, limit)
+            lost = exc
+        try:
+            recovered = await self._recover(lost, generation)
+        except DevallConnectionError as exc:
+            why = describe_failure(exc.__cause__) if exc.__cause__ else exc.message
+            raise self._died(lost, f"could not reconnect: {why}") from exc
+        if not recovered:
+            raise self._died(lost)
+        client, _ = await self._session()
+        try:
+            return await client.call_tool_mcp(name, arguments, timeout=limit)
+        except Exception as exc:
+            if is_session_lost(exc):
+                raise self._died(exc) from exc
+            return self._call_failure(exc, name, limit)
+
+    def _call_failure(self, exc: BaseException, name: str, limit: float) -> ToolResult:
+        """The error result for a failed call, or raise when the failure is not the tool's."""
+        outcome = translate_exception(
+            exc,
+            source_id=self.id,
+            target=self.target,
+            phase="call",
+            tool_name=name,
+            http_status=self._http_status(),
+            timeout=limit,
+        )
+        if isinstance(outcome, DevallError):
+            raise outcome from exc
+        return outcome
+
+    def _died(self, exc: BaseException, reason: str | None = None) -> ServerDiedError:
+        """The error for a session that is gone for good."""
+        why = reason or describe_failure(exc)
+        server = f"MCP server '{self.id}' ({self.target})"
+        return ServerDiedError(f"lost the session with {server}: {why}")
+
+    # --- logs --------------------------------------------------------------------------------
+
+    async def _on_server_log(self, message: LogMessage) -> None:
+        """A `notifications/message` from the server becomes a log line."""
+        origin = f" ({message.logger})" if message.logger else ""
+        self._log(f"{message.level}{origin}: {message.data}")
+
+    def _log(self, line: str) -> None:
+        self._recent_log.append(line)
+        if self.on_log is not None:
+            self.on_log(self.id, line)
+
+
+async def _close_quietly(client: Client[Any]) -> None:
+    """Close a client that may already be broken, without raising and without hanging."""
+    with contextlib.suppress(Exception):
+        async with asyncio.timeout(CLOSE_TIMEOUT):
+            await client.close()  # type: ignore[no-untyped-call]

@@ -1,0 +1,152 @@
+"""Every content kind, sent by the real fixture server, normalized and saved byte for byte.
+
+Runs over stdio (a minimal McpSessionSource subclass on fastmcp's own StdioTransport, which also
+shows that the session layer works with any transport) and over streamable HTTP (RemoteSource).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastmcp.client.transports import StdioTransport
+
+from devall_cli.config.model import McpRemoteConfig
+from devall_cli.tools.attachments import AttachmentStore
+from devall_cli.tools.base import AttachmentBlock, DataBlock, TextBlock, ToolResult
+from devall_cli.tools.mcp_remote import RemoteSource
+from devall_cli.tools.mcp_session import McpSessionSource
+from devall_cli.tools.normalize import render_for_model
+from tests.servers.fixture_server import (
+    PDF_BYTES,
+    STRUCTURED,
+    TEXT_RESOURCE,
+    png_bytes,
+    wav_bytes,
+)
+from tests.servers.serve import FIXTURE_SERVER, ServerProcess, wait_no_children
+
+
+class FixtureStdioSource(McpSessionSource):
+    """The fixture server over fastmcp's StdioTransport."""
+
+    kind = "mcp_local"
+
+    def make_transport(self) -> Any:
+        return StdioTransport(sys.executable, [str(FIXTURE_SERVER)], keep_alive=False)
+
+
+@pytest.fixture(autouse=True)
+def _no_process_left() -> Iterator[None]:
+    yield
+    assert wait_no_children() == [], "a server process outlived its test"
+
+
+@pytest.fixture(params=["stdio", "http"])
+async def source(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[McpSessionSource]:
+    store = AttachmentStore(tmp_path / "run")
+    if request.param == "stdio":
+        src: McpSessionSource = FixtureStdioSource(
+            id="fx", target="fixture", request_timeout=10, init_timeout=15, store=store
+        )
+        yield src
+        await src.close()
+        return
+    with ServerProcess(FIXTURE_SERVER) as server:
+        src = RemoteSource(id="fx", config=McpRemoteConfig(server=server.url), store=store)
+        yield src
+        await src.close()
+
+
+def only(result: ToolResult) -> Any:
+    assert not result.is_error, result
+    assert len(result.blocks) == 1
+    block = result.blocks[0]
+    assert block.source == "mcp_tool"
+    return block
+
+
+def saved_bytes(source: McpSessionSource, block: AttachmentBlock) -> bytes:
+    assert source.store is not None
+    path = source.store.run_dir / block.path
+    assert path.parent == source.store.directory  # nothing escapes the attachments folder
+    return path.read_bytes()
+
+
+async def test_text(source: McpSessionSource) -> None:
+    block = only(await source.call_tool("echo", {"text": "héllo"}))
+    assert block == TextBlock(text="héllo", tool_name="echo")
+
+
+@pytest.mark.parametrize(
+    ("tool", "payload", "mime", "kind", "suffix"),
+    [
+        ("image", png_bytes(), "image/png", "image", ".png"),
+        ("audio", wav_bytes(), "audio/wav", "audio", ".wav"),
+        ("blob_resource", PDF_BYTES, "application/pdf", "file", ".pdf"),
+    ],
+)
+async def test_binary_content_is_saved_byte_for_byte(
+    source: McpSessionSource, tool: str, payload: bytes, mime: str, kind: str, suffix: str
+) -> None:
+    block = only(await source.call_tool(tool, {}))
+    assert isinstance(block, AttachmentBlock)
+    assert (block.kind, block.mime_type, block.tool_name) == (kind, mime, tool)
+    assert block.path == f"attachments/{tool}_{kind}_1{suffix}"
+    assert saved_bytes(source, block) == payload
+    assert block.size == len(payload)
+    assert block.sha256 == hashlib.sha256(payload).hexdigest()
+    if tool == "blob_resource":
+        assert block.uri == "file:///fixture/report.pdf"
+    rendered = render_for_model([block])
+    assert rendered == f"[{kind} saved: {block.path} ({mime}, {len(payload)} bytes)]"
+
+
+async def test_second_image_gets_its_own_file(source: McpSessionSource) -> None:
+    first = only(await source.call_tool("image", {}))
+    second = only(await source.call_tool("image", {}))
+    assert first.path != second.path
+    assert saved_bytes(source, first) == saved_bytes(source, second) == png_bytes()
+
+
+async def test_embedded_text_resource(source: McpSessionSource) -> None:
+    block = only(await source.call_tool("text_resource", {}))
+    assert block == TextBlock(
+        text=TEXT_RESOURCE,
+        tool_name="text_resource",
+        uri="file:///fixture/notes.txt",
+        mime_type="text/plain",
+    )
+
+
+async def test_resource_link(source: McpSessionSource) -> None:
+    block = only(await source.call_tool("resource_link", {}))
+    assert isinstance(block, DataBlock)
+    assert dict(block.data) == {
+        "uri": "https://example.invalid/data.csv",
+        "name": "data.csv",
+        "mime_type": "text/csv",
+        "description": "a linked data file",
+    }
+
+
+async def test_structured_content_without_content_blocks(source: McpSessionSource) -> None:
+    block = only(await source.call_tool("structured", {}))
+    assert isinstance(block, DataBlock)
+    assert dict(block.data) == STRUCTURED
+    assert '"answer":42' in render_for_model([block])
+
+
+async def test_without_a_store_binary_content_is_named_not_saved(tmp_path: Path) -> None:
+    src = FixtureStdioSource(id="fx", target="fixture", request_timeout=10, init_timeout=15)
+    try:
+        block = only(await src.call_tool("image", {}))
+    finally:
+        await src.close()
+    assert isinstance(block, TextBlock)
+    assert block.text == "[binary content omitted: image_image_1.png (image/png)]"
+    assert not (tmp_path / "attachments").exists()
