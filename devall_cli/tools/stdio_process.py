@@ -1,0 +1,457 @@
+"""Supervisor of one local MCP server process: spawn, log capture, readiness, teardown.
+
+The child speaks newline-delimited JSON-RPC on stdin/stdout. Stdout lines that carry a JSON-RPC
+object go to the session (junk glued to the front of such a line is split off); every other
+stdout line and every stderr line is a log line: kept in a tail buffer, appended to the server
+log file, passed to `on_log` and matched against `wait_for_log`.
+
+The child runs in its own process group so that teardown reaches its children too. Every live
+group is registered in `process_groups`, whose `kill_all_children()` (installed with `atexit`)
+makes sure none outlives devall. This module does not import fastmcp or mcp.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import re
+import shutil
+import signal
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from devall_cli.errors import ServerStartError
+from devall_cli.tools.process_groups import (
+    group_alive,
+    kill_all_children,
+    live_child_pids,
+    register,
+    signal_group,
+    unregister,
+)
+from devall_cli.tools.stdio_lines import iter_lines, split_message
+
+__all__ = [
+    "StdioProcess",
+    "build_child_env",
+    "kill_all_children",
+    "live_child_pids",
+    "resolve_command",
+]
+
+logger = logging.getLogger(__name__)
+
+LogCallback = Callable[[str, str], None]  # (source_id, line)
+
+# Quiet fastmcp children: no banner on stderr, no network update check at start.
+CHILD_ENV_DEFAULTS: Mapping[str, str] = {
+    "FASTMCP_SHOW_SERVER_BANNER": "false",
+    "FASTMCP_CHECK_FOR_UPDATES": "off",
+}
+
+LINE_LIMIT = 16 * 1024 * 1024  # longest stdout/stderr line kept (bytes); longer ones are dropped
+TAIL_SIZE = 50
+STDIN_GRACE = 0.75  # seconds a server gets to leave on its own once stdin is closed
+TERM_GRACE = 1.5  # seconds between SIGTERM and SIGKILL of the group
+KILL_GRACE = 2.0  # seconds to wait for the kernel to finish a SIGKILL
+EXIT_DRAIN = 0.5  # seconds to let the readers take in the last output of a dead process
+_POLL = 0.02
+
+
+def build_child_env(env: Mapping[str, str], inherit_env: bool) -> dict[str, str]:
+    """The child's environment: `env` over os.environ (or alone), plus the quiet defaults.
+
+    With `inherit_env` false the child gets `env` and nothing else, so a child that needs PATH
+    (a `#!/usr/bin/env` script, a server spawning tools) must be given PATH in `env`.
+    """
+    merged = dict(os.environ) if inherit_env else {}
+    merged.update(env)
+    for name, value in CHILD_ENV_DEFAULTS.items():
+        merged.setdefault(name, value)
+    return merged
+
+
+def resolve_command(command: str, cwd: str | None, *, server_id: str = "") -> str:
+    """The executable to run: a bare name is looked up on devall's own PATH."""
+    if os.sep in command:
+        # A relative path names a file relative to the child's working directory.
+        candidate = os.path.join(cwd or os.getcwd(), command)
+    else:
+        candidate = shutil.which(command) or ""
+    if not candidate or not os.path.isfile(candidate):
+        raise ServerStartError(
+            f"server {server_id}: command not found: {command}",
+            status="spawn_failed",
+            server_id=server_id,
+        )
+    if not os.access(candidate, os.X_OK):
+        raise ServerStartError(
+            f"server {server_id}: command is not executable: {command}",
+            status="spawn_failed",
+            server_id=server_id,
+        )
+    return candidate
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return str(number)
+
+
+class StdioProcess:
+    """One supervised child process speaking newline-delimited JSON-RPC on stdio (single use)."""
+
+    def __init__(
+        self,
+        *,
+        id: str,
+        command: str,
+        args: Sequence[str] = (),
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        inherit_env: bool = True,
+        wait_for_log: str | re.Pattern[str] | None = None,
+        log_path: Path | None = None,
+        on_log: LogCallback | None = None,
+        redact: Callable[[str], str] | None = None,
+        tail_size: int = TAIL_SIZE,
+        line_limit: int = LINE_LIMIT,
+    ) -> None:
+        self.id = id
+        self.command = command
+        self.args = tuple(args)
+        self.cwd = cwd
+        self.env: Mapping[str, str] = dict(env or {})
+        self.inherit_env = inherit_env
+        self.pattern = re.compile(wait_for_log) if isinstance(wait_for_log, str) else wait_for_log
+        self.log_path = log_path
+        self.on_log = on_log
+        self._redact = redact
+        self._line_limit = line_limit
+        self._tail: deque[str] = deque(maxlen=tail_size)
+        self._log_file: IO[str] | None = None
+        self._log_done = False  # closed for good (torn down, or the file cannot be written)
+        self._proc: asyncio.subprocess.Process | None = None
+        self._messages: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        self._messages_ended = False
+        self._tasks: list[asyncio.Task[None]] = []
+        self._close_task: asyncio.Task[None] | None = None
+        self.log_matched = asyncio.Event()
+        self.exited = asyncio.Event()
+
+    # --- state -------------------------------------------------------------------------------
+
+    @property
+    def pid(self) -> int | None:
+        """The child's pid (None before spawn)."""
+        return self._proc.pid if self._proc else None
+
+    @property
+    def returncode(self) -> int | None:
+        """Exit status; negative for a signal; None while running."""
+        return self._proc.returncode if self._proc else None
+
+    @property
+    def log_tail(self) -> list[str]:
+        """The last log lines (stderr and non-JSON stdout), oldest first."""
+        return list(self._tail)
+
+    @property
+    def stdout_closed(self) -> bool:
+        """Whether no more messages can come (stdout ended, or the child exited)."""
+        return self._messages_ended
+
+    @property
+    def closing(self) -> bool:
+        """Whether teardown has begun."""
+        return self._close_task is not None
+
+    def exit_status_text(self) -> str:
+        """`status N` or `signal NAME`, or `running`."""
+        code = self.returncode
+        if code is None:
+            return "running"
+        return f"signal {_signal_name(-code)}" if code < 0 else f"status {code}"
+
+    # --- start -------------------------------------------------------------------------------
+
+    async def spawn(self) -> None:
+        """Start the child in its own process group; ServerStartError(spawn_failed) if it can't."""
+        if self._proc is not None:
+            raise RuntimeError("StdioProcess.spawn() called twice")
+        executable = resolve_command(self.command, self.cwd, server_id=self.id)
+        if self.cwd is not None and not os.path.isdir(self.cwd):
+            raise ServerStartError(
+                f"server {self.id}: working directory not found: {self.cwd}",
+                status="spawn_failed",
+                server_id=self.id,
+            )
+        self._open_log_file()
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                executable,
+                *self.args,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                cwd=self.cwd,
+                env=build_child_env(self.env, self.inherit_env),
+                start_new_session=True,
+            )
+        except (OSError, ValueError) as exc:
+            self._close_log_file()
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise ServerStartError(
+                f"server {self.id}: cannot start {self.command}: {reason}",
+                status="spawn_failed",
+                server_id=self.id,
+            ) from exc
+        # No await between the spawn and the registration: a cancellation cannot leak the child.
+        self._proc = proc
+        register(proc.pid)
+        assert proc.stdout is not None and proc.stderr is not None
+        self._tasks = [
+            asyncio.create_task(self._read_stdout(proc.stdout)),
+            asyncio.create_task(self._read_stderr(proc.stderr)),
+        ]
+        self._tasks.append(asyncio.create_task(self._watch_exit(proc, list(self._tasks))))
+
+    async def wait_ready(self, timeout: float, *, startup_timeout: float | None = None) -> None:
+        """Wait for the `wait_for_log` match (if any); raise ServerStartError when it fails.
+
+        `startup_timeout` is the limit named in the error, when `timeout` is what is left of it.
+        """
+        if self.pattern is None or self.log_matched.is_set():
+            self.raise_if_exited("before it was ready")
+            return
+        waiters = [
+            asyncio.create_task(self.log_matched.wait()),
+            asyncio.create_task(self.exited.wait()),
+        ]
+        try:
+            await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiter in waiters:
+                waiter.cancel()
+        if self.log_matched.is_set():
+            return
+        self.raise_if_exited("before it was ready")
+        raise ServerStartError(
+            f"server {self.id} was not ready within {startup_timeout or timeout:g} s: "
+            f"no log line matched {self.pattern.pattern!r}",
+            status="startup_timeout",
+            server_id=self.id,
+            log_tail=self.log_tail,
+        )
+
+    def raise_if_exited(self, when: str) -> None:
+        """Raise ServerStartError(exited) with the exit status and log tail if the child is gone."""
+        if self.returncode is not None:
+            raise self.exited_error(when)
+
+    def exited_error(self, when: str) -> ServerStartError:
+        """ServerStartError(exited): `server X exited with status N <when>`, with the log tail."""
+        return ServerStartError(
+            f"server {self.id} exited with {self.exit_status_text()} {when}",
+            status="exited",
+            server_id=self.id,
+            log_tail=self.log_tail,
+        )
+
+    # --- messages ----------------------------------------------------------------------------
+
+    async def receive_message(self) -> dict[str, Any] | None:
+        """The next JSON-RPC object from stdout; None once stdout ended or the child exited."""
+        if self._messages_ended and self._messages.empty():
+            return None
+        return await self._messages.get()
+
+    def discard_pending(self) -> int:
+        """Drop messages nobody has read (answers meant for an earlier session); their count."""
+        dropped = 0
+        while not self._messages.empty():
+            if self._messages.get_nowait() is None:
+                self._messages.put_nowait(None)  # the end marker stays for the next reader
+                break
+            dropped += 1
+        return dropped
+
+    async def send_line(self, line: str) -> None:
+        """Write one message line to the child's stdin (OSError when it is gone)."""
+        stdin = self._proc.stdin if self._proc else None
+        if stdin is None or stdin.is_closing() or self.closing:
+            raise BrokenPipeError(f"server {self.id}: stdin is closed")
+        stdin.write(line.encode("utf-8") + b"\n")
+        await stdin.drain()
+
+    def log_line(self, line: str, *, match: bool = True) -> None:
+        """Record a log line: tail buffer, log file, `on_log`, and the readiness match."""
+        shown = self._redact(line) if self._redact else line
+        self._tail.append(shown)
+        if self._log_file is None and not self._log_done:
+            self._open_log_file()  # lazily: a note may come before the spawn
+        if self._log_file is not None:
+            try:
+                self._log_file.write(shown + "\n")
+                self._log_file.flush()
+            except OSError:
+                logger.warning("cannot write server log %s; giving up on it", self.log_path)
+                self._close_log_file()
+        if self.on_log is not None:
+            try:
+                self.on_log(self.id, shown)
+            except Exception:  # a failing sink must not stop the log reader
+                logger.exception("on_log callback failed")
+        pattern = self.pattern if match and not self.log_matched.is_set() else None
+        if pattern is not None and pattern.search(line):
+            self.log_matched.set()
+
+    def _end_messages(self) -> None:
+        if not self._messages_ended:
+            self._messages_ended = True
+            self._messages.put_nowait(None)
+
+    # --- readers -----------------------------------------------------------------------------
+
+    def _decode(self, raw: bytes | None, stream: str) -> str:
+        if raw is None:
+            return f"[devall: dropped a {stream} line longer than {self._line_limit} bytes]"
+        return raw.decode("utf-8", errors="replace").rstrip("\r")
+
+    async def _read_stdout(self, reader: asyncio.StreamReader) -> None:
+        try:
+            async for raw in iter_lines(reader, self._line_limit):
+                text = self._decode(raw, "stdout")
+                junk, message = split_message(text) if raw is not None else (text, None)
+                if junk.strip():
+                    self.log_line(junk)
+                if message is not None:
+                    self._messages.put_nowait(message)
+        except (OSError, ValueError) as exc:
+            self.log_line(f"[devall: reading stdout failed: {exc}]", match=False)
+        finally:
+            self._end_messages()
+
+    async def _read_stderr(self, reader: asyncio.StreamReader) -> None:
+        try:
+            async for raw in iter_lines(reader, self._line_limit):
+                text = self._decode(raw, "stderr")
+                if text.strip():
+                    self.log_line(text)
+        except (OSError, ValueError) as exc:
+            self.log_line(f"[devall: reading stderr failed: {exc}]", match=False)
+
+    async def _watch_exit(
+        self, proc: asyncio.subprocess.Process, readers: list[asyncio.Task[None]]
+    ) -> None:
+        # Not proc.wait(): it also waits for pipe EOF, which a surviving grandchild can hold off.
+        while proc.returncode is None:
+            await asyncio.sleep(_POLL)
+        # Let the readers take in the last words of the process so the log tail is complete.
+        pending = [task for task in readers if not task.done()]
+        if pending:
+            await asyncio.wait(pending, timeout=EXIT_DRAIN)
+        if not self.closing:
+            logger.info("server %s exited with %s", self.id, self.exit_status_text())
+        if not group_alive(proc.pid):
+            unregister(proc.pid)  # nothing left to kill; its pid may be reused from now on
+        self._end_messages()
+        self.exited.set()
+
+    # --- teardown ----------------------------------------------------------------------------
+
+    async def close(self, *, graceful: bool = True) -> None:
+        """Close stdin, wait, SIGTERM the group, wait, SIGKILL it; reap; idempotent.
+
+        `graceful=False` skips the wait after closing stdin (for a server that failed to start).
+        """
+        if self._proc is None:
+            self._close_log_file()
+            return
+        if self._close_task is None:
+            teardown = self._teardown(self._proc, STDIN_GRACE if graceful else 0.0)
+            self._close_task = asyncio.get_running_loop().create_task(teardown)
+        try:
+            await asyncio.shield(self._close_task)
+        except asyncio.CancelledError:
+            # Interrupted (Ctrl-C): no more grace periods, the group dies now.
+            self.kill()
+            raise
+
+    def kill(self) -> None:
+        """SIGKILL the child's process group at once (synchronous)."""
+        if self._proc is not None:
+            self._signal_group(signal.SIGKILL)
+
+    async def _teardown(self, proc: asyncio.subprocess.Process, stdin_grace: float) -> None:
+        try:
+            if proc.stdin is not None:
+                proc.stdin.close()  # EOF on stdin asks a well-behaved server to leave
+            if not await self._wait_gone(proc, stdin_grace):
+                self._signal_group(signal.SIGTERM)
+                if not await self._wait_gone(proc, TERM_GRACE):
+                    self._signal_group(signal.SIGKILL)
+                    if not await self._wait_gone(proc, KILL_GRACE):
+                        logger.warning("server %s (pid %s) survived SIGKILL", self.id, proc.pid)
+        finally:
+            await self._finish(proc)
+
+    async def _finish(self, proc: asyncio.subprocess.Process) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._end_messages()
+        if proc.returncode is not None:
+            self.exited.set()
+            if not self._group_alive(proc.pid):
+                unregister(proc.pid)
+        transport = getattr(proc, "_transport", None)
+        if transport is not None:
+            transport.close()  # releases the pipes now instead of warning at garbage collection
+        self._close_log_file()
+
+    async def _wait_gone(self, proc: asyncio.subprocess.Process, timeout: float) -> bool:
+        """Whether the child was reaped and its whole group is gone within `timeout`."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while proc.returncode is None or self._group_alive(proc.pid):
+            if loop.time() >= deadline:
+                return False
+            await asyncio.sleep(_POLL)
+        return True
+
+    def _signal_group(self, signum: int) -> None:
+        if self._proc is not None:
+            signal_group(self._proc.pid, signum)
+
+    @staticmethod
+    def _group_alive(pgid: int) -> bool:
+        return group_alive(pgid)
+
+    # --- log file ----------------------------------------------------------------------------
+
+    def _open_log_file(self) -> None:
+        if self.log_path is None or self._log_file is not None or self._log_done:
+            return
+        try:
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            self._log_file = self.log_path.open("a", encoding="utf-8")
+        except OSError:
+            logger.warning("cannot open server log %s", self.log_path)
+            self._log_done = True
+
+    def _close_log_file(self) -> None:
+        self._log_done = True
+        if self._log_file is not None:
+            with contextlib.suppress(OSError):
+                self._log_file.close()
+            self._log_file = None
+
+    def __repr__(self) -> str:
+        return f"<StdioProcess {self.id} pid={self.pid} {self.exit_status_text()}>"

@@ -1,0 +1,40 @@
+"""A FastMCP stdio server that first starts a sleeping grandchild in its own process group.
+
+    python spawner_server.py     # writes `grandchild pid N` then `spawner server ready` to stderr
+
+The grandchild inherits the server's stdout and stderr, as helper processes of real servers do,
+and only goes away when someone kills the process group. Tools: `echo(text)`.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+os.environ.setdefault("FASTMCP_SHOW_SERVER_BANNER", "false")
+os.environ.setdefault("FASTMCP_CHECK_FOR_UPDATES", "off")
+
+from fastmcp import FastMCP
+
+mcp = FastMCP("spawner server")
+
+
+@mcp.tool
+def echo(text: str) -> str:
+    """Return the text unchanged."""
+    return text
+
+
+def main() -> None:
+    """Start the grandchild, then serve stdio."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(120)"], stdin=subprocess.DEVNULL
+    )
+    print(f"grandchild pid {child.pid}", file=sys.stderr, flush=True)
+    print("spawner server ready", file=sys.stderr, flush=True)
+    mcp.run(transport="stdio", show_banner=False)
+
+
+if __name__ == "__main__":
+    main()
