@@ -14,8 +14,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+# The venv's bin/ goes first on PATH so that `python` in the workflow finds fastmcp.
 demo: $(STAMP)
-	$(BIN)/devall run workflows/demo_offline.yaml
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/devall run workflows/demo_offline.yaml \
+		--task "Tell me my fortune"
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile

@@ -2,6 +2,7 @@
 
     DevallError                       exit 1   (a run or probe failed)
     ├── RunFailedError                exit 1   a node failed, a server is unhealthy
+    ├── UsageError                    exit 2   a command-line value names nothing (node, tool)
     ├── ConfigError                   exit 3   YAML, schema, ${VAR}, graph shape, duplicate tools
     ├── DevallConnectionError         exit 4   something could not be reached or started
     │   ├── ServerStartError                   spawn failed, exited before ready, startup timeout
@@ -78,6 +79,12 @@ class RunFailedError(DevallError):
     """A node failed or a probed server is unhealthy."""
 
     exit_code = ExitCode.FAILED
+
+
+class UsageError(DevallError):
+    """A command-line value is wrong in a way only the core can tell (unknown node or tool)."""
+
+    exit_code = ExitCode.USAGE
 
 
 class ConfigError(DevallError):

@@ -39,7 +39,8 @@ def main_callback(
 ) -> None:
     """Run ChatDev 2.0 (DevAll) workflows whose agents use MCP tools.
 
-    Exit codes: 0 ok, 1 run/probe failed, 2 usage, 3 config, 4 connection, 5 remote, 130 interrupted.
+    Exit codes: 0 ok, 1 run or probe failed, 2 usage, 3 config, 4 connection,
+    5 remote, 130 interrupted (143 on SIGTERM).
     """
     STATE.debug = debug
     STATE.no_color = no_color
@@ -47,6 +48,7 @@ def main_callback(
 
 # Commands register themselves on import (one module per command).
 # (each command module adds one import line here)
+from devall_cli.cli import probe_cmd, run_cmd, tools_cmd, validate_cmd  # noqa: E402,F401
 
 
 def main() -> None:

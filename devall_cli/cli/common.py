@@ -34,7 +34,9 @@ STATE = GlobalState()
 # Shared options, defined once.
 VarOption = Annotated[
     list[str] | None,
-    typer.Option("--var", metavar="NAME=VALUE", help="Set a ${NAME} placeholder; overrides `vars`."),
+    typer.Option(
+        "--var", metavar="NAME=VALUE", help="Set a ${NAME} placeholder; overrides `vars`."
+    ),
 ]
 EnvFileOption = Annotated[
     Path | None,
@@ -59,8 +61,11 @@ def stderr_console() -> Console:
 
 
 def stdout_console() -> Console:
-    """The console for the product (tables, answers)."""
-    return Console(no_color=color_disabled(), highlight=False, soft_wrap=True)
+    """The console for the product (tables, answers); wide when piped, so rows stay whole."""
+    console = Console(no_color=color_disabled(), highlight=False, soft_wrap=True)
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console.width = 160
+    return console
 
 
 def print_json(document: Any) -> None:
@@ -126,3 +131,22 @@ def error_boundary(func: Callable[P, R]) -> Callable[P, R]:
             raise typer.Exit(int(ExitCode.FAILED)) from None
 
     return wrapper
+
+
+def load(workflow: Path, var: list[str] | None, env_file: Path | None) -> Any:
+    """Load and validate a workflow for a command (warnings go to stderr)."""
+    from devall_cli.config.loader import load_workflow
+
+    loaded = load_workflow(workflow, cli_vars=parse_vars(var), env_file=env_file)
+    console = stderr_console()
+    for issue in loaded.warnings:
+        console.print(f"devall: warning: {issue.headline()}", markup=False)
+    return loaded
+
+
+def new_run_id(prefix: str) -> str:
+    """`<prefix>-YYYYmmdd-HHMMSS-xxxx`: sortable and unique enough for log folders."""
+    import secrets
+    import time
+
+    return f"{prefix}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"

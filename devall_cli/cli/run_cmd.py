@@ -1,0 +1,112 @@
+"""`devall run`: run a workflow, trace it on stderr, print the final answer on stdout."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from devall_cli.cli.app import app
+from devall_cli.cli.common import (
+    EnvFileOption,
+    JsonOption,
+    VarOption,
+    WorkflowArg,
+    error_boundary,
+    load,
+    stderr_console,
+)
+from devall_cli.errors import UsageError
+
+
+def read_task(task: str | None, task_file: str | None) -> str:
+    """The task text from --task, --task-file PATH, or --task-file - (stdin)."""
+    if task is not None and task_file is not None:
+        raise UsageError("give --task or --task-file, not both")
+    if task_file == "-":
+        return sys.stdin.read()
+    if task_file is not None:
+        try:
+            return Path(task_file).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"cannot read --task-file {task_file}: {exc}") from None
+    return task or ""
+
+
+@app.command("run")
+@error_boundary
+def run_command(
+    workflow: WorkflowArg,
+    task: Annotated[
+        str | None,
+        typer.Option("--task", metavar="TEXT", help="The task given to the start nodes."),
+    ] = None,
+    task_file: Annotated[
+        str | None,
+        typer.Option(
+            "--task-file", metavar="PATH|-", help="Read the task from a file, - for stdin."
+        ),
+    ] = None,
+    var: VarOption = None,
+    env_file: EnvFileOption = None,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", metavar="DIR", help="Run directory (default: logs/<run-id>)."),
+    ] = None,
+    json_output: JsonOption = False,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="Show only the final answer.")
+    ] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Show full tool results and server logs.")
+    ] = False,
+) -> None:
+    """Run WORKFLOW: start its MCP servers, run the graph, print the final answer on stdout.
+
+    The trace goes to stderr; events.jsonl, result.json, attachments/ and servers/*.log are
+    written to the run directory. --json prints result.json on stdout instead of the answer.
+    """
+    from devall_cli.engine.events import EventBus
+    from devall_cli.engine.runner import new_run_id, run_workflow
+    from devall_cli.trace.console import ConsoleSink
+    from devall_cli.trace.jsonl import JsonlSink
+    from devall_cli.trace.redact import Redactor
+    from devall_cli.trace.result import ResultSink
+
+    if quiet and verbose:
+        raise UsageError("give --quiet or --verbose, not both")
+    task_text = read_task(task, task_file)
+    loaded = load(workflow, var, env_file)
+    run_id = new_run_id(loaded)
+    run_dir = out if out is not None else Path("logs") / run_id
+    run_dir.mkdir(parents=True, exist_ok=True)
+    redactor = Redactor.for_workflow(loaded)
+    bus = EventBus()
+    console = ConsoleSink(
+        stderr_console(), redactor, "quiet" if quiet else "verbose" if verbose else "normal"
+    )
+    jsonl = JsonlSink(run_dir / "events.jsonl", redactor)
+    result_path = run_dir / "result.json"
+    for sink in (
+        console,
+        jsonl,
+        ResultSink(result_path, redactor, node_ids=[n.id for n in loaded.graph.nodes]),
+    ):
+        bus.subscribe(sink)
+    try:
+        result = asyncio.run(
+            run_workflow(loaded, task=task_text, run_id=run_id, run_dir=run_dir, bus=bus)
+        )
+    finally:
+        console.close()
+        jsonl.close()
+        if json_output and result_path.exists():
+            sys.stdout.write(result_path.read_text(encoding="utf-8"))
+            sys.stdout.flush()
+    if not json_output:
+        output = redactor.text(result.output)
+        sys.stdout.write(output + ("" if output.endswith("\n") else "\n"))
+        sys.stdout.flush()

@@ -1,0 +1,194 @@
+"""`devall tools list` and `devall tools call`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from devall_cli.cli.app import app
+from devall_cli.cli.common import (
+    EnvFileOption,
+    JsonOption,
+    VarOption,
+    WorkflowArg,
+    error_boundary,
+    load,
+    new_run_id,
+    print_json,
+    stderr_console,
+    stdout_console,
+)
+from devall_cli.errors import ExitCode
+
+tools_app = typer.Typer(
+    help="Inspect and call the tools a workflow's nodes will see.", no_args_is_help=True
+)
+app.add_typer(tools_app, name="tools")
+
+NodeOption = Annotated[
+    str | None, typer.Option("--node", metavar="ID", help="Only this node's tools.")
+]
+
+
+def _parameters(schema: Any) -> str:
+    """`a*, b, c*`: parameter names, `*` marking the required ones."""
+    props = schema.get("properties", {}) if isinstance(schema, dict) else {}
+    required = set(schema.get("required", [])) if isinstance(schema, dict) else set()
+    return ", ".join(f"{name}{'*' if name in required else ''}" for name in props)
+
+
+@tools_app.command("list")
+@error_boundary
+def list_command(
+    workflow: WorkflowArg,
+    node: NodeOption = None,
+    schema: Annotated[
+        bool, typer.Option("--schema", help="Show each tool's input schema.")
+    ] = False,
+    json_output: JsonOption = False,
+    var: VarOption = None,
+    env_file: EnvFileOption = None,
+) -> None:
+    """List each tool (final name after prefixes and filters) with its nodes and server.
+
+    Starts the workflow's MCP servers (local ones as subprocesses) to ask them for their tools.
+    """
+    from devall_cli.tools.catalog import list_workflow_tools
+    from devall_cli.tools.manager import ToolManager
+    from devall_cli.trace.redact import Redactor
+
+    loaded = load(workflow, var, env_file)
+    redactor = Redactor.for_workflow(loaded)
+
+    async def go() -> list[Any]:
+        async with ToolManager(loaded) as manager:
+            return await list_workflow_tools(manager, node)
+
+    rows = asyncio.run(go())
+    if json_output:
+        print_json(
+            redactor.value(
+                [
+                    {
+                        "name": r.name,
+                        "original_name": r.original_name,
+                        "nodes": list(r.nodes),
+                        "source": r.source,
+                        "server": r.server,
+                        "description": r.description,
+                        "input_schema": dict(r.input_schema),
+                    }
+                    for r in rows
+                ]
+            )
+        )
+        return
+    table = Table("tool", "node(s)", "source", "server", "description", "parameters")
+    for r in rows:
+        first_line = (r.description or "").strip().splitlines()[:1]
+        table.add_row(
+            r.name,
+            ", ".join(r.nodes),
+            r.source,
+            redactor.text(r.server),
+            first_line[0] if first_line else "",
+            _parameters(r.input_schema),
+        )
+    out = stdout_console()
+    out.print(table)
+    if schema:
+        for r in rows:
+            out.print(f"\n{r.name}:", markup=False)
+            out.print(json.dumps(dict(r.input_schema), indent=2), markup=False)
+    if not rows:
+        stderr_console().print("devall: no tools found", markup=False)
+
+
+@tools_app.command("call")
+@error_boundary
+def call_command(
+    workflow: WorkflowArg,
+    tool: Annotated[str, typer.Argument(metavar="TOOL", help="Final tool name (with prefix).")],
+    args: Annotated[
+        str, typer.Option("--args", metavar="JSON", help="Arguments as a JSON object.")
+    ] = "{}",
+    node: NodeOption = None,
+    json_output: JsonOption = False,
+    var: VarOption = None,
+    env_file: EnvFileOption = None,
+) -> None:
+    """Call one tool as a node would, and print its normalized result.
+
+    Binary results are saved under logs/<run-id>/attachments/. Exit 1 if the tool returned an
+    error result, 4/5 for connection or protocol failures.
+    """
+    from devall_cli.tools.catalog import call_workflow_tool, default_run_dir
+    from devall_cli.tools.manager import ToolManager
+    from devall_cli.tools.normalize import blocks_to_json
+    from devall_cli.trace.redact import Redactor
+
+    arguments = _parse_args(args)
+    loaded = load(workflow, var, env_file)
+    redactor = Redactor.for_workflow(loaded)
+    run_id = new_run_id("tools-call")
+    run_dir = default_run_dir(run_id)
+
+    async def go() -> Any:
+        async with ToolManager(loaded, run_id=run_id, run_dir=run_dir) as manager:
+            return await call_workflow_tool(manager, tool, arguments, node)
+
+    outcome = asyncio.run(go())
+    result = outcome.result
+    blocks = blocks_to_json(result.blocks)
+    if json_output:
+        print_json(
+            redactor.value(
+                {
+                    "tool": tool,
+                    "ok": not result.is_error,
+                    "is_error": result.is_error,
+                    "blocks": blocks,
+                    "duration_ms": round(outcome.duration_ms, 1),
+                }
+            )
+        )
+    else:
+        _print_blocks(blocks, run_dir, redactor, to_stderr=result.is_error)
+    if result.is_error:
+        if not json_output:
+            stderr_console().print(f"devall: error: tool '{tool}' returned an error", markup=False)
+        raise typer.Exit(int(ExitCode.FAILED))
+
+
+def _parse_args(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise typer.BadParameter(f"not valid JSON: {exc}", param_hint="--args") from None
+    if not isinstance(value, dict):
+        raise typer.BadParameter("must be a JSON object", param_hint="--args")
+    return value
+
+
+def _print_blocks(
+    blocks: list[dict[str, Any]], run_dir: Path, redactor: Any, to_stderr: bool
+) -> None:
+    console = stderr_console() if to_stderr else stdout_console()
+    for block in blocks:
+        if block["type"] == "text":
+            console.print(redactor.text(block["text"]), markup=False)
+        elif block["type"] == "attachment":
+            path = run_dir / block["path"]
+            console.print(
+                f"[{block['kind']} saved: {path} ({block['mime_type']}, {block['size']} bytes)]",
+                markup=False,
+            )
+        else:
+            console.print(
+                json.dumps(redactor.value(block["data"]), ensure_ascii=False), markup=False
+            )

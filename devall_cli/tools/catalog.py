@@ -1,0 +1,103 @@
+"""`devall tools list` and `devall tools call`: a workflow's tools as its nodes will see them."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from devall_cli.config.model import AgentConfig, Workflow
+from devall_cli.errors import UsageError
+from devall_cli.tools.base import ToolResult, ToolSpec
+from devall_cli.tools.manager import ToolManager
+
+
+@dataclass(frozen=True)
+class ListedTool:
+    """One row of `tools list`: a final tool name and the nodes that see it."""
+
+    name: str
+    original_name: str
+    nodes: tuple[str, ...]
+    source: str
+    server: str
+    description: str
+    input_schema: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class CallOutcome:
+    """What `tools call` reports."""
+
+    spec: ToolSpec
+    node_id: str
+    result: ToolResult
+    duration_ms: float
+
+
+def tool_nodes(workflow: Workflow, node: str | None) -> list[str]:
+    """Agent nodes with tooling (or just `node`, which must exist)."""
+    if node is not None:
+        try:
+            workflow.graph.node(node)
+        except KeyError:
+            known = ", ".join(n.id for n in workflow.graph.nodes)
+            raise UsageError(f"no node '{node}' in the workflow (nodes: {known})") from None
+        return [node]
+    return [
+        n.id
+        for n in workflow.graph.nodes
+        if isinstance(n.config, AgentConfig) and n.config.tooling
+    ]
+
+
+async def list_workflow_tools(manager: ToolManager, node: str | None = None) -> list[ListedTool]:
+    """Every tool each selected node will be offered, merged across nodes that share it."""
+    nodes = tool_nodes(manager.workflow, node)
+    await manager.start(nodes)
+    rows: dict[tuple[str, str, str], ListedTool] = {}
+    for node_id in nodes:
+        for spec in await manager.specs_for(node_id):
+            key = (spec.name, spec.source_id, spec.original_name)
+            row = rows.get(key)
+            if row is None:
+                rows[key] = ListedTool(
+                    spec.name,
+                    spec.original_name,
+                    (node_id,),
+                    spec.source,
+                    spec.server,
+                    spec.description,
+                    spec.input_schema,
+                )
+            else:
+                rows[key] = ListedTool(**{**row.__dict__, "nodes": (*row.nodes, node_id)})
+    return list(rows.values())
+
+
+async def call_workflow_tool(
+    manager: ToolManager, tool: str, arguments: Mapping[str, Any], node: str | None = None
+) -> CallOutcome:
+    """Call one tool as a node would; the node is found by tool name unless given."""
+    nodes = tool_nodes(manager.workflow, node)
+    await manager.start(nodes)
+    matches: list[tuple[str, ToolSpec]] = []
+    for node_id in nodes:
+        matches += [(node_id, s) for s in await manager.specs_for(node_id) if s.name == tool]
+    if not matches:
+        names = sorted({s.name for n in nodes for s in await manager.specs_for(n)})
+        raise UsageError(f"no tool '{tool}' in the workflow (tools: {', '.join(names)})")
+    if len({(s.source_id, s.original_name) for _, s in matches}) > 1:
+        owners = ", ".join(n for n, _ in matches)
+        raise UsageError(f"tool '{tool}' differs between nodes {owners}; choose one with --node")
+    node_id, spec = matches[0]
+    t0 = time.monotonic()
+    result = await manager.call(node_id, tool, arguments)
+    return CallOutcome(spec, node_id, result, (time.monotonic() - t0) * 1000)
+
+
+def default_run_dir(run_id: str) -> Path:
+    """`logs/<run-id>` under the current directory."""
+    return Path("logs") / run_id

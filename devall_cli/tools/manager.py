@@ -1,0 +1,250 @@
+"""ToolManager: starts a run's tool sources, builds each node's tool list and routes calls."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from devall_cli.config.model import AgentConfig, McpLocalConfig, McpRemoteConfig, Workflow
+from devall_cli.engine.events import (
+    Event,
+    EventBus,
+    ServerExitedEvent,
+    ServerLogEvent,
+    ServerReadyEvent,
+    ServerRestartedEvent,
+    ServerStartingEvent,
+)
+from devall_cli.errors import ConfigError, ConfigIssue, DevallError
+from devall_cli.tools.base import RawTool, ServerInfo, TextBlock, ToolResult, ToolSource, ToolSpec
+from devall_cli.tools.plan import SourceContext, SourcePlan, build_source, plan_sources
+
+DUPLICATE_MESSAGE = (
+    "Duplicate tool name '{name}' detected. "
+    "Please use a unique 'prefix' in your tooling configuration."
+)
+# What OpenAI-compatible APIs accept as a function name.
+SAFE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+def safe_tool_name(name: str, taken: set[str]) -> str:
+    """`name` if the model API accepts it, else a sanitized, unique variant."""
+    if SAFE_NAME.match(name) and name not in taken:
+        return name
+    base = re.sub(r"[^A-Za-z0-9_-]", "_", name)[:58] or "tool"
+    candidate, n = base, 2
+    while candidate in taken or not SAFE_NAME.match(candidate):
+        candidate, n = f"{base}_{n}", n + 1
+    return candidate
+
+
+@dataclass(frozen=True)
+class Route:
+    """Where a final tool name of a node goes."""
+
+    source_id: str
+    original_name: str
+
+
+class ToolManager:
+    """One per run: every distinct server is started once and shared by the nodes using it."""
+
+    def __init__(
+        self,
+        workflow: Workflow,
+        *,
+        run_id: str = "",
+        run_dir: Path | None = None,
+        bus: EventBus | None = None,
+        store: Any = None,
+    ) -> None:
+        self.workflow = workflow
+        self.plan = plan_sources(workflow)
+        self._run_id = run_id
+        self._bus = bus
+        if store is None and run_dir is not None:
+            from devall_cli.tools.attachments import AttachmentStore
+
+            store = AttachmentStore(run_dir)
+        self._ctx = SourceContext(
+            run_id=run_id,
+            run_dir=run_dir,
+            workflow_dir=workflow.directory,
+            store=store,
+            on_log=self._on_log,
+            on_restart=self._on_restart,
+        )
+        self._sources: dict[str, ToolSource] = {}
+        self._infos: dict[str, ServerInfo] = {}
+        self._listed: dict[str, tuple[float, list[RawTool]]] = {}
+        self._routes: dict[str, dict[str, Route]] = {}
+        self._specs: dict[str, list[ToolSpec]] = {}
+
+    # --- events ------------------------------------------------------------------------------
+
+    def _emit(self, event: Event) -> None:
+        if self._bus is not None:
+            self._bus.emit(event)
+
+    def _on_log(self, source_id: str, line: str) -> None:
+        self._emit(ServerLogEvent(run_id=self._run_id, server_id=source_id, line=line))
+
+    def _on_restart(self, source_id: str, attempt: int) -> None:
+        self._emit(ServerRestartedEvent(run_id=self._run_id, server_id=source_id, attempt=attempt))
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    async def start(self, node_ids: Sequence[str] | None = None) -> None:
+        """Start every source (or those of `node_ids`) concurrently; the first failure is raised."""
+        plans = [p for p in self.plan.sources if node_ids is None or set(p.nodes) & set(node_ids)]
+        tasks = [asyncio.create_task(self.start_source(p)) for p in plans]
+        if not tasks:
+            return
+        done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+        failed = [t for t in done if not t.cancelled() and t.exception() is not None]
+        if failed:
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+            await self.close()
+            exc = failed[0].exception()
+            assert exc is not None
+            raise exc
+
+    async def start_source(self, plan: SourcePlan) -> ServerInfo:
+        """Create and start one source (idempotent), tracing it."""
+        if plan.id in self._infos:
+            return self._infos[plan.id]
+        self._emit(
+            ServerStartingEvent(
+                run_id=self._run_id, server_id=plan.id, source=plan.kind, target=plan.target
+            )
+        )
+        source = self._sources.get(plan.id) or build_source(plan, self._ctx)
+        self._sources[plan.id] = source
+        try:
+            info = await source.start()
+        except DevallError as exc:
+            status = str(getattr(exc, "status", type(exc).__name__))
+            self._emit(
+                ServerExitedEvent(
+                    run_id=self._run_id, server_id=plan.id, status=status, message=exc.message
+                )
+            )
+            raise
+        self._infos[plan.id] = info
+        tools = await self.list_source(plan.id)
+        self._emit(
+            ServerReadyEvent(
+                run_id=self._run_id,
+                server_id=plan.id,
+                protocol_version=info.protocol_version,
+                server_name=info.server_name,
+                tools=len(tools),
+                connect_ms=info.connect_ms,
+            )
+        )
+        return info
+
+    async def close(self) -> None:
+        """Close every source, whatever happens to the others."""
+        sources, self._sources = list(self._sources.values()), {}
+        self._infos.clear()
+        for source in sources:
+            with contextlib.suppress(Exception):
+                await source.close()
+
+    async def __aenter__(self) -> ToolManager:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # --- listing -----------------------------------------------------------------------------
+
+    async def list_source(self, source_id: str) -> list[RawTool]:
+        """The source's tools, honouring `cache_ttl` (0: list again on every request)."""
+        plan = self.plan.source(source_id)
+        if source_id not in self._infos:
+            await self.start_source(plan)
+        ttl = _cache_ttl(plan)
+        cached = self._listed.get(source_id)
+        if cached is not None and ttl > 0 and time.monotonic() - cached[0] < ttl:
+            return cached[1]
+        tools = await self._sources[source_id].list_tools()
+        self._listed[source_id] = (time.monotonic(), tools)
+        return tools
+
+    async def specs_for(self, node_id: str) -> list[ToolSpec]:
+        """The node's tools in declaration order, prefixed, filtered and checked for duplicates."""
+        node = self.workflow.graph.node(node_id)
+        if not isinstance(node.config, AgentConfig):
+            return []
+        specs: list[ToolSpec] = []
+        routes: dict[str, Route] = {}
+        declared: set[str] = set()
+        for index, tooling in enumerate(node.config.tooling):
+            plan = self.plan.source(self.plan.entries[(node_id, index)])
+            for raw in _filter(await self.list_source(plan.id), plan):
+                final = tooling.final_name(raw.name)
+                if final in declared:
+                    raise _duplicate(final, tooling.path)
+                declared.add(final)
+                name = safe_tool_name(final, set(routes))
+                routes[name] = Route(plan.id, raw.name)
+                specs.append(
+                    ToolSpec(
+                        name=name,
+                        original_name=raw.name,
+                        description=raw.description,
+                        input_schema=raw.input_schema,
+                        source=plan.kind,
+                        server=plan.target,
+                        source_id=plan.id,
+                    )
+                )
+        self._routes[node_id] = routes
+        self._specs[node_id] = specs
+        return specs
+
+    # --- calling -----------------------------------------------------------------------------
+
+    async def call(self, node_id: str, name: str, arguments: Mapping[str, Any]) -> ToolResult:
+        """Call a tool by the final name the node offered; unknown names are error results."""
+        if node_id not in self._routes:
+            await self.specs_for(node_id)
+        route = self._routes[node_id].get(name)
+        if route is None:
+            known = ", ".join(sorted(self._routes[node_id])) or "none"
+            text = f"unknown tool '{name}' (this node's tools: {known})"
+            return ToolResult(
+                (TextBlock(text, tool_name=name, source="devall"),), True, "unknown_tool"
+            )
+        if route.source_id not in self._infos:
+            await self.start_source(self.plan.source(route.source_id))
+        return await self._sources[route.source_id].call_tool(route.original_name, arguments)
+
+
+def _cache_ttl(plan: SourcePlan) -> float:
+    cfg = plan.tooling.config
+    return cfg.cache_ttl if isinstance(cfg, McpRemoteConfig | McpLocalConfig) else float("inf")
+
+
+def _filter(tools: list[RawTool], plan: SourcePlan) -> list[RawTool]:
+    """Keep MCP tools whose `_meta.source` is listed in `tool_sources` (default `mcp_tools`)."""
+    cfg = plan.tooling.config
+    if not isinstance(cfg, McpRemoteConfig | McpLocalConfig):
+        return tools
+    allowed = set(cfg.tool_sources)
+    return [t for t in tools if str((t.meta or {}).get("source", "mcp_tools")) in allowed]
+
+
+def _duplicate(name: str, path: str) -> ConfigError:
+    issue = ConfigIssue(DUPLICATE_MESSAGE.format(name=name), path=path)
+    return ConfigError(issue.headline(), issues=[issue])

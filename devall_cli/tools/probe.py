@@ -1,0 +1,121 @@
+"""`devall probe`: start each distinct server once, list its tools, classify what went wrong."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shlex
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from devall_cli.config.model import McpLocalConfig, McpRemoteConfig, ToolingConfig, Workflow
+from devall_cli.errors import DevallError, ProtocolError, ServerStartError, ServerUnreachableError
+from devall_cli.tools.plan import SourceContext, SourcePlan, build_source, plan_sources
+
+
+@dataclass(frozen=True)
+class ProbeReport:
+    """The health of one server (the JSON row of `devall probe --json`)."""
+
+    id: str
+    kind: str
+    target: str
+    nodes: tuple[str, ...]
+    ok: bool
+    status: str  # ok | unreachable | http_401 | ... | no_tools
+    error: str | None = None
+    protocol_version: str | None = None
+    server_name: str | None = None
+    tools: int = 0
+    connect_ms: float | None = None
+    list_ms: float | None = None
+    log_tail: tuple[str, ...] = field(default=())
+
+
+def workflow_targets(workflow: Workflow) -> list[SourcePlan]:
+    """The MCP servers a workflow declares (function tooling has no server to probe)."""
+    return [p for p in plan_sources(workflow).sources if p.kind != "function"]
+
+
+def adhoc_url_target(url: str, headers: Mapping[str, str], timeout: float) -> SourcePlan:
+    """A remote server given on the command line."""
+    config = McpRemoteConfig(server=url, headers=dict(headers), timeout=timeout)
+    return SourcePlan("remote", "mcp_remote", ToolingConfig("mcp_remote", config))
+
+
+def adhoc_command_target(command: str, wait_for_log: str | None, timeout: float) -> SourcePlan:
+    """A local server given on the command line as one shell-quoted string."""
+    argv = shlex.split(command)
+    config = McpLocalConfig(
+        command=argv[0], args=tuple(argv[1:]), wait_for_log=wait_for_log, startup_timeout=timeout
+    )
+    return SourcePlan("local", "mcp_local", ToolingConfig("mcp_local", config))
+
+
+async def probe_servers(
+    targets: Sequence[SourcePlan], *, timeout: float, ctx: SourceContext | None = None
+) -> list[ProbeReport]:
+    """Probe every target concurrently; the whole probe is bounded by `timeout` seconds."""
+    ctx = ctx or SourceContext()
+    deadline = time.monotonic() + timeout
+    return list(await asyncio.gather(*(_probe_one(t, deadline, ctx) for t in targets)))
+
+
+async def _probe_one(plan: SourcePlan, deadline: float, ctx: SourceContext) -> ProbeReport:
+    source = build_source(plan, ctx)
+    base = ProbeReport(plan.id, plan.kind, plan.target, tuple(plan.nodes), ok=False, status="")
+    t0 = time.monotonic()
+    connect_ms: float | None = None
+    try:
+        async with asyncio.timeout_at(_loop_deadline(deadline)):
+            info = await source.start()
+            connect_ms = (time.monotonic() - t0) * 1000
+            t1 = time.monotonic()
+            tools = await source.list_tools()
+            list_ms = (time.monotonic() - t1) * 1000
+    except TimeoutError:
+        status = "startup_timeout" if plan.kind == "mcp_local" else "handshake_timeout"
+        return replace(base, status=status, error="probe timed out", log_tail=_tail(source))
+    except DevallError as exc:
+        return replace(
+            base,
+            status=failure_status(exc),
+            error=exc.message,
+            connect_ms=connect_ms,
+            log_tail=tuple(getattr(exc, "log_tail", ()) or _tail(source)),
+        )
+    finally:
+        with contextlib.suppress(Exception):
+            await source.close()
+    return replace(
+        base,
+        ok=bool(tools),
+        status="ok" if tools else "no_tools",
+        error=None if tools else "the server lists no tools",
+        protocol_version=info.protocol_version,
+        server_name=info.server_name,
+        tools=len(tools),
+        connect_ms=round(connect_ms, 1),
+        list_ms=round(list_ms, 1),
+        log_tail=_tail(source),
+    )
+
+
+def failure_status(exc: DevallError) -> str:
+    """The failure class DESIGN.md names for an error."""
+    if isinstance(exc, ServerStartError | ServerUnreachableError):
+        return exc.status
+    if isinstance(exc, ProtocolError):
+        return "protocol_error"
+    return str(getattr(exc, "status", "protocol_error"))
+
+
+def _tail(source: object) -> tuple[str, ...]:
+    return tuple(getattr(source, "log_tail", ()) or ())[-10:]
+
+
+def _loop_deadline(deadline: float) -> float:
+    """Translate a time.monotonic() deadline to the running loop's clock."""
+    loop = asyncio.get_running_loop()
+    return loop.time() + max(0.0, deadline - time.monotonic())

@@ -1,0 +1,188 @@
+"""`devall tools list`, `tools call` and `probe` through the CLI, against real servers."""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from xml.etree import ElementTree
+
+import pytest
+from typer.testing import CliRunner
+
+from devall_cli.cli.app import app
+from tests.servers.serve import FIXTURE_SERVER, SERVERS_DIR, ServerProcess, free_port, live_children
+
+NEVER_READY = SERVERS_DIR / "never_ready_server.py"
+
+
+def invoke(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(app, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture
+def remote() -> Iterator[ServerProcess]:
+    with ServerProcess(FIXTURE_SERVER) as server:
+        yield server
+
+
+def local_tooling(prefix: str, script: Path = FIXTURE_SERVER, extra: str = "") -> str:
+    return f"""
+              - type: mcp_local
+                prefix: {prefix}
+                config:
+                  command: "{sys.executable}"
+                  args: ["{script}"]
+                  wait_for_log: fixture server ready
+                  {extra}"""
+
+
+def write(tmp_path: Path, tooling: str, headers: str = "") -> Path:
+    text = f"""
+    vars:
+      TOKEN: s3cr3t-token-value
+    graph:
+      start: [a]
+      nodes:
+        - id: a
+          type: agent
+          config:
+            provider: scripted
+            name: s
+            script: [{{content: done}}]
+            tooling:{tooling}
+    """
+    path = tmp_path / "wf.yaml"
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def remote_tooling(prefix: str, url: str) -> str:
+    return f"""
+              - type: mcp_remote
+                prefix: {prefix}
+                config:
+                  server: "{url}"
+                  timeout: 5
+                  headers: {{x-test-token: "${{TOKEN}}"}}"""
+
+
+def test_tools_list_table_and_json(tmp_path: Path, remote: ServerProcess) -> None:
+    wf = write(tmp_path, remote_tooling("web", remote.url) + local_tooling("loc"))
+    code, out, err = invoke("tools", "list", str(wf))
+    assert code == 0, err
+    assert "web_echo" in out and "loc_add" in out and "mcp_remote" in out and "mcp_local" in out
+    assert "s3cr3t-token-value" not in out + err
+    code, out, err = invoke("tools", "list", str(wf), "--json")
+    assert code == 0, err
+    rows = json.loads(out)
+    add = next(r for r in rows if r["name"] == "loc_add")
+    assert add["original_name"] == "add" and add["nodes"] == ["a"] and add["source"] == "mcp_local"
+    assert set(add) == {
+        "name",
+        "original_name",
+        "nodes",
+        "source",
+        "server",
+        "description",
+        "input_schema",
+    }
+    assert add["input_schema"]["required"] == ["a", "b"]
+
+
+def test_tools_list_schema_flag(tmp_path: Path) -> None:
+    wf = write(tmp_path, local_tooling("loc"))
+    code, out, _ = invoke("tools", "list", str(wf), "--schema")
+    assert code == 0
+    assert '"properties"' in out and "a*, b*" in out
+
+
+def test_tools_call_text_image_and_error(tmp_path: Path) -> None:
+    wf = write(tmp_path, local_tooling("loc"))
+    code, out, err = invoke("tools", "call", str(wf), "loc_add", "--args", '{"a": 1, "b": 6}')
+    assert (code, out.strip()) == (0, "7"), err
+    code, out, err = invoke("tools", "call", str(wf), "loc_image", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["ok"] is True and doc["is_error"] is False and doc["duration_ms"] > 0
+    block = doc["blocks"][0]
+    assert block["type"] == "attachment" and block["mime_type"] == "image/png"
+    saved = list(Path("logs").glob("*/attachments/*.png"))
+    assert len(saved) == 1 and saved[0].stat().st_size == block["size"]
+    code, out, err = invoke("tools", "call", str(wf), "loc_fail", "--args", '{"message": "boom"}')
+    assert code == 1 and "boom" in err
+
+
+def test_tools_call_usage_errors(tmp_path: Path) -> None:
+    wf = write(tmp_path, local_tooling("loc"))
+    code, _, err = invoke("tools", "call", str(wf), "loc_add", "--args", "{not json")
+    assert code == 2 and "--args" in err
+    code, _, err = invoke("tools", "call", str(wf), "nope")
+    assert code == 2 and "no tool 'nope'" in err and "loc_add" in err
+
+
+def test_probe_mixed_servers_concurrently(tmp_path: Path, remote: ServerProcess) -> None:
+    dead_url = f"http://127.0.0.1:{free_port()}/mcp"
+    tooling = (
+        remote_tooling("web", remote.url)
+        + remote_tooling("dead", dead_url)
+        + local_tooling("never", NEVER_READY, "startup_timeout: 3")
+        + local_tooling("loc")
+    )
+    wf = write(tmp_path, tooling)
+    junit = tmp_path / "probe.xml"
+    before = set(live_children())
+    t0 = time.monotonic()
+    code, out, err = invoke("probe", str(wf), "--json", "--junit", str(junit))
+    elapsed = time.monotonic() - t0
+    assert code == 1, err
+    doc = json.loads(out)
+    assert doc["ok"] is False
+    status = {s["id"]: s["status"] for s in doc["servers"]}
+    assert status == {"web": "ok", "dead": "unreachable", "never": "startup_timeout", "loc": "ok"}
+    keys = {
+        "id",
+        "kind",
+        "target",
+        "nodes",
+        "ok",
+        "status",
+        "error",
+        "protocol_version",
+        "server_name",
+        "tools",
+        "connect_ms",
+        "list_ms",
+        "log_tail",
+    }
+    for row in doc["servers"]:
+        assert set(row) == keys
+    web = next(s for s in doc["servers"] if s["id"] == "web")
+    assert web["tools"] > 5 and web["protocol_version"] and web["server_name"]
+    never = next(s for s in doc["servers"] if s["id"] == "never")
+    assert never["log_tail"], "the never-ready server's log lines are reported"
+    # concurrent: bounded by the slowest server (3 s startup timeout), not the sum
+    assert elapsed < 5.5
+    suite = ElementTree.parse(junit).getroot()
+    assert suite.get("tests") == "4" and suite.get("failures") == "2"
+    assert len(suite.findall("testcase/failure")) == 2
+    assert set(live_children()) <= before
+
+
+def test_probe_adhoc_url_and_command(remote: ServerProcess) -> None:
+    code, out, err = invoke("probe", "--url", remote.url, "--header", "x-test-token: abcdefgh")
+    assert code == 0, err
+    assert "ok" in out and "abcdefgh" not in out
+    cmd = f"{sys.executable} {FIXTURE_SERVER}"
+    code, out, err = invoke("probe", "--command", cmd, "--wait-for-log", "ready", "--json")
+    assert code == 0, err
+    assert json.loads(out)["servers"][0]["status"] == "ok"
+
+
+def test_probe_needs_exactly_one_target() -> None:
+    code, _, err = invoke("probe")
+    assert code == 2 and "exactly one" in err
