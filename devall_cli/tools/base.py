@@ -102,9 +102,20 @@ LogCallback = Callable[[str, str], None]  # (source_id, line)
 class ToolSource(Protocol):
     """One place tools come from: an MCP session or a functions directory."""
 
-    id: str
-    kind: SourceKind
-    target: str
+    @property
+    def id(self) -> str:
+        """Unique within a run; names the server's log file."""
+        ...
+
+    @property
+    def kind(self) -> SourceKind:
+        """function, mcp_remote or mcp_local."""
+        ...
+
+    @property
+    def target(self) -> str:
+        """URL, command line or functions directory."""
+        ...
 
     async def start(self) -> ServerInfo:
         """Connect or spawn; raise a DevallConnectionError when that fails."""

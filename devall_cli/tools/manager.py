@@ -24,6 +24,7 @@ from devall_cli.engine.events import (
 from devall_cli.errors import ConfigError, ConfigIssue, DevallError
 from devall_cli.tools.base import RawTool, ServerInfo, TextBlock, ToolResult, ToolSource, ToolSpec
 from devall_cli.tools.plan import SourceContext, SourcePlan, build_source, plan_sources
+from devall_cli.trace.redact import Redactor
 
 DUPLICATE_MESSAGE = (
     "Duplicate tool name '{name}' detected. "
@@ -79,6 +80,7 @@ class ToolManager:
             store=store,
             on_log=self._on_log,
             on_restart=self._on_restart,
+            redact=Redactor.for_workflow(workflow).text,
         )
         self._sources: dict[str, ToolSource] = {}
         self._infos: dict[str, ServerInfo] = {}

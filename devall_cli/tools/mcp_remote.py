@@ -1,9 +1,9 @@
 """`mcp_remote`: an MCP server reached over streamable HTTP, or SSE when the URL ends in `/sse`.
 
 One session per server per run. `headers` go with every request; `timeout` bounds each request
-and each connect + handshake attempt. Connecting and listing are tried 3 times (waiting 0.5 s, then 1 s)
-while the server cannot be reached. A session the server forgot (HTTP 404 after a restart) or a
-dropped connection is replaced once, transparently, and the request retried.
+and each connect + handshake attempt. Connecting and listing are tried 3 times (waiting 0.5 s,
+then 1 s) while the server cannot be reached. A session the server forgot (HTTP 404 after a
+restart) or a dropped connection is replaced once, transparently, and the request retried.
 """
 
 from __future__ import annotations

@@ -112,6 +112,7 @@ class SourceContext:
     store: Any = None  # AttachmentStore | None
     on_log: LogCallback | None = None
     on_restart: Callable[[str, int], None] | None = None
+    redact: Callable[[str], str] | None = None  # masks secrets in server log lines
 
 
 def build_source(plan: SourcePlan, ctx: SourceContext) -> ToolSource:
@@ -132,6 +133,7 @@ def build_source(plan: SourcePlan, ctx: SourceContext) -> ToolSource:
             on_log=ctx.on_log,
             log_path=log_path,
             on_restart=ctx.on_restart,
+            redact=ctx.redact,
         )
     assert isinstance(cfg, FunctionToolingConfig)
     from devall_cli.tools.functions import FunctionSource
