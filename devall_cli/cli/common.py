@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import functools
 import json
 import os
+import signal
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, ParamSpec, TypeVar
@@ -150,3 +153,55 @@ def new_run_id(prefix: str) -> str:
     import time
 
     return f"{prefix}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
+
+
+class SignalState:
+    """Which termination signal, if any, stopped the command."""
+
+    def __init__(self) -> None:
+        self.received: str | None = None
+
+    def exit_code(self) -> int:
+        """143 after SIGTERM, 130 otherwise (Ctrl-C)."""
+        return int(ExitCode.TERMINATED if self.received == "SIGTERM" else ExitCode.INTERRUPTED)
+
+
+def run_async(coro: Coroutine[Any, Any, R], signals: SignalState | None = None) -> R:
+    """`asyncio.run` where Ctrl-C and SIGTERM cancel the work cleanly (servers are closed).
+
+    Ctrl-C is handled by asyncio itself (the main task is cancelled); SIGTERM is made to do the
+    same. Either way an InterruptedRunError comes out, with exit code 130 or 143.
+    """
+    state = signals or SignalState()
+
+    async def main() -> R:
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None
+
+        def on_sigterm() -> None:
+            state.received = "SIGTERM"
+            task.cancel()
+
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(signal.SIGTERM, on_sigterm)
+        try:
+            return await coro
+        finally:
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.remove_signal_handler(signal.SIGTERM)
+
+    try:
+        return asyncio.run(main())
+    except asyncio.CancelledError:
+        if state.received == "SIGTERM":
+            raise InterruptedRunError("terminated (SIGTERM)", signal_name="SIGTERM") from None
+        raise
+    except KeyboardInterrupt:
+        state.received = state.received or "SIGINT"
+        raise InterruptedRunError("interrupted (Ctrl-C)") from None
+    finally:
+        # Last line of defence: no server process outlives the command.
+        from devall_cli.tools.process_groups import kill_all_children
+
+        kill_all_children()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any
@@ -19,6 +18,7 @@ from devall_cli.cli.common import (
     error_boundary,
     load,
     print_json,
+    run_async,
     stdout_console,
 )
 from devall_cli.errors import ExitCode, UsageError
@@ -79,7 +79,7 @@ def probe_command(
             assert command is not None
             targets = [probe.adhoc_command_target(command, wait_for_log, timeout)]
         redactor = Redactor(secrets)
-    reports = asyncio.run(probe.probe_servers(targets, timeout=timeout))
+    reports = run_async(probe.probe_servers(targets, timeout=timeout))
     rows = [redactor.value(_row(r)) for r in reports]
     ok = all(r.ok for r in reports)
     if junit is not None:

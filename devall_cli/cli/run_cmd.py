@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -13,10 +12,12 @@ from devall_cli.cli.app import app
 from devall_cli.cli.common import (
     EnvFileOption,
     JsonOption,
+    SignalState,
     VarOption,
     WorkflowArg,
     error_boundary,
     load,
+    run_async,
     stderr_console,
 )
 from devall_cli.errors import UsageError
@@ -85,6 +86,7 @@ def run_command(
     run_dir.mkdir(parents=True, exist_ok=True)
     redactor = Redactor.for_workflow(loaded)
     bus = EventBus()
+    signals = SignalState()
     console = ConsoleSink(
         stderr_console(), redactor, "quiet" if quiet else "verbose" if verbose else "normal"
     )
@@ -97,8 +99,16 @@ def run_command(
     ):
         bus.subscribe(sink)
     try:
-        result = asyncio.run(
-            run_workflow(loaded, task=task_text, run_id=run_id, run_dir=run_dir, bus=bus)
+        result = run_async(
+            run_workflow(
+                loaded,
+                task=task_text,
+                run_id=run_id,
+                run_dir=run_dir,
+                bus=bus,
+                interrupt_code=signals.exit_code,
+            ),
+            signals,
         )
     finally:
         console.close()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Annotated, Any
@@ -20,6 +19,7 @@ from devall_cli.cli.common import (
     load,
     new_run_id,
     print_json,
+    run_async,
     stderr_console,
     stdout_console,
 )
@@ -69,7 +69,7 @@ def list_command(
         async with ToolManager(loaded) as manager:
             return await list_workflow_tools(manager, node)
 
-    rows = asyncio.run(go())
+    rows = run_async(go())
     if json_output:
         print_json(
             redactor.value(
@@ -142,7 +142,7 @@ def call_command(
         async with ToolManager(loaded, run_id=run_id, run_dir=run_dir) as manager:
             return await call_workflow_tool(manager, tool, arguments, node)
 
-    outcome = asyncio.run(go())
+    outcome = run_async(go())
     result = outcome.result
     blocks = blocks_to_json(result.blocks)
     if json_output:

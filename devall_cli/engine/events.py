@@ -75,6 +75,7 @@ class ServerReadyEvent(Event):
     server_name: str | None = None
     tools: int = 0
     connect_ms: float = 0.0
+    pid: int | None = None  # local servers only
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -66,12 +66,14 @@ async def run_workflow(
     tool_manager_factory: ToolManagerFactory = default_tool_manager,
     provider_factory: ProviderMaker | None = None,
     environ: Mapping[str, str] | None = None,
+    interrupt_code: Callable[[], int] = lambda: ExitCode.INTERRUPTED,
 ) -> RunResult:
     """Run the workflow on `task`; the result on success, a DevallError on failure.
 
     `run.finished` is emitted in every case (also on failure and Ctrl-C), so sinks such as the
     result.json writer see failed runs too; the ToolManager and the providers are always closed.
-    Cancellation is re-raised after `run.finished` with status `interrupted`.
+    Cancellation is re-raised after `run.finished` with status `interrupted` and the exit code
+    `interrupt_code()` gives (130 for Ctrl-C, 143 when the caller saw SIGTERM).
     """
     recorder = RunRecorder()
     bus.subscribe(recorder)
@@ -82,7 +84,8 @@ async def run_workflow(
         try:
             outcome = await _run(workflow, task, run_id, run_dir, bus, tool_manager_factory, make)
         except (asyncio.CancelledError, KeyboardInterrupt):
-            _finish(bus, run_id, started, "interrupted", "interrupted", ExitCode.INTERRUPTED)
+            code = interrupt_code()
+            _finish(bus, run_id, started, "interrupted", "interrupted", code)
             raise
         except DevallError as exc:
             _finish(bus, run_id, started, "failed", exc.message, exc.exit_code)

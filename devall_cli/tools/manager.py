@@ -150,6 +150,7 @@ class ToolManager:
                 server_name=info.server_name,
                 tools=len(tools),
                 connect_ms=info.connect_ms,
+                pid=getattr(source, "pid", None),
             )
         )
         return info
@@ -158,9 +159,8 @@ class ToolManager:
         """Close every source, whatever happens to the others."""
         sources, self._sources = list(self._sources.values()), {}
         self._infos.clear()
-        for source in sources:
-            with contextlib.suppress(Exception):
-                await source.close()
+        # Concurrently: each local server may need seconds to stop, and Ctrl-C must stay fast.
+        await asyncio.gather(*(_close_quietly(s) for s in sources))
 
     async def __aenter__(self) -> ToolManager:
         return self
@@ -231,6 +231,11 @@ class ToolManager:
         if route.source_id not in self._infos:
             await self.start_source(self.plan.source(route.source_id))
         return await self._sources[route.source_id].call_tool(route.original_name, arguments)
+
+
+async def _close_quietly(source: ToolSource) -> None:
+    with contextlib.suppress(Exception):
+        await source.close()
 
 
 def _cache_ttl(plan: SourcePlan) -> float:

@@ -3,11 +3,12 @@
     python spawner_server.py     # writes `grandchild pid N` then `spawner server ready` to stderr
 
 The grandchild inherits the server's stdout and stderr, as helper processes of real servers do,
-and only goes away when someone kills the process group. Tools: `echo(text)`.
+and only goes away when someone kills the process group. Tools: `echo(text)`, `slow(seconds)`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -24,6 +25,13 @@ mcp = FastMCP("spawner server")
 def echo(text: str) -> str:
     """Return the text unchanged."""
     return text
+
+
+@mcp.tool
+async def slow(seconds: float) -> str:
+    """Sleep, then say so (a call that is in flight when devall is interrupted)."""
+    await asyncio.sleep(seconds)
+    return f"slept {seconds}"
 
 
 def main() -> None:
