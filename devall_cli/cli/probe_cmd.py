@@ -31,7 +31,8 @@ def probe_command(
         Path | None, typer.Argument(metavar="[WORKFLOW]", help="Workflow whose servers to probe.")
     ] = None,
     url: Annotated[
-        str | None, typer.Option("--url", help="Probe one remote server at this URL instead.")
+        str | None,
+        typer.Option("--url", metavar="URL", help="Probe one remote server at this URL instead."),
     ] = None,
     header: Annotated[
         list[str] | None,
@@ -46,7 +47,10 @@ def probe_command(
         typer.Option("--wait-for-log", metavar="REGEX", help="Readiness log line for --command."),
     ] = None,
     timeout: Annotated[
-        float, typer.Option("--timeout", min=0.1, help="Bound on the whole probe, in seconds.")
+        float,
+        typer.Option(
+            "--timeout", min=0.1, metavar="SECONDS", help="Bound on the whole probe, in seconds."
+        ),
     ] = 30.0,
     junit: Annotated[
         Path | None, typer.Option("--junit", metavar="PATH", help="Write a JUnit XML report.")

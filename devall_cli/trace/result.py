@@ -6,6 +6,7 @@ import json
 import os
 import tempfile
 from collections.abc import Sequence
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -92,6 +93,7 @@ def build_result(
         "nodes": [_node(node) for node in ordered_nodes(result, node_ids)],
         "tools": [_tool(t) for t in result.tools],
         "attachments": [_attachment(a) for a in result.attachments],
+        "servers": [asdict(server) for server in result.servers],
         "totals": {
             "model_calls": result.model_calls,
             "tool_calls": result.tool_calls,

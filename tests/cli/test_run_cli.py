@@ -91,6 +91,7 @@ def test_two_nodes_tool_call_and_handoff(
     tmp_path: Path, llm: FakeLLM, remote: ServerProcess, transport: str
 ) -> None:
     tooling = local() if transport == "stdio" else remote_entry(remote.url)
+    kind = "local" if transport == "stdio" else "remote"
     wf = write(
         tmp_path,
         agent("a", llm.base_url, tooling) + agent("b", llm.base_url),
@@ -117,6 +118,8 @@ def test_two_nodes_tool_call_and_handoff(
     assert "tool.call" in kinds and "tool.result" in kinds
     result = json.loads(Path("run/result.json").read_text())
     assert result["status"] == "ok" and result["output"] == "B agrees: 5"
+    assert [s["source"] for s in result["servers"]] == [f"mcp_{kind}"]
+    assert result["servers"][0]["protocol_version"]
     assert "add" in err and "5" in err  # the trace shows the call and its result
 
 
@@ -277,3 +280,37 @@ def test_make_demo_command_runs_offline(tmp_path: Path) -> None:
     assert proc.stdout.startswith("Fortune cookie says: Your lucky number is ")
     assert "rand_num" in proc.stderr
     assert (tmp_path / "demo" / "result.json").exists()
+
+
+def test_chatdev_remote_demo_runs_against_an_openai_compatible_endpoint(
+    tmp_path: Path, llm: FakeLLM
+) -> None:
+    """workflows/demo_mcp.yaml as shipped, with only the server's port moved to a free one."""
+    from tests.servers.serve import EXAMPLE_SERVER
+
+    with ServerProcess(EXAMPLE_SERVER) as example:
+        text = (REPO_ROOT / "workflows" / "demo_mcp.yaml").read_text()
+        wf = tmp_path / "demo_mcp.yaml"
+        wf.write_text(text.replace("http://127.0.0.1:8001/mcp", example.url))
+        llm.enqueue(FakeLLM.tool_call_reply([("rand_num", {"a": 1, "b": 100})]))
+        llm.enqueue("Forty-two lines of verse")
+        llm.enqueue("A fine poem: 8/10")
+        code, out, err = invoke(
+            "run",
+            str(wf),
+            "--task",
+            "a poem",
+            "--out",
+            "run",
+            "--var",
+            f"BASE_URL={llm.base_url}",
+            "--var",
+            f"API_KEY={API_KEY}",
+        )
+    assert code == 0, err
+    assert out == "A fine poem: 8/10\n"
+    poet_second = llm.requests[1].body["messages"]
+    drawn = next(m for m in poet_second if m["role"] == "tool")["content"]
+    assert 1 <= int(drawn) <= 100
+    critic = llm.requests[2].body["messages"]
+    assert {"role": "user", "content": "Forty-two lines of verse"} in critic
