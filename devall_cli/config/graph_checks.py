@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from itertools import islice
 from typing import Any
 
 from devall_cli.config.model import EdgeConfig, GraphConfig, KeywordCondition, NodeConfig
@@ -44,6 +45,10 @@ _EDGE_KEYS = KeySpec(
 )
 _CONDITION_KEYS = KeySpec(known=frozenset({"type", "config"}))
 _KEYWORD_KEYS = KeySpec(known=frozenset({"any", "none", "regex", "case_sensitive"}))
+# Messages about generated graphs of thousands of nodes stay readable and fast to build.
+_LISTED_IDS = 10  # node ids named after "which is not a node id"
+_SHOWN_CYCLE = 12  # nodes of a cycle written out in full
+_GUESSES = 100  # "did you mean" lookups per file: each compares the name with every node id
 
 
 def parse_graph(ck: Checker, raw: Any, path: KeyPath = ("graph",)) -> GraphConfig | None:
@@ -78,19 +83,21 @@ def parse_graph(ck: Checker, raw: Any, path: KeyPath = ("graph",)) -> GraphConfi
 
 def _nodes(
     ck: Checker, graph: dict[str, Any], path: KeyPath
-) -> tuple[tuple[NodeConfig, ...] | None, list[str]]:
-    """Parsed nodes, and every declared node id (also of nodes that have other errors)."""
+) -> tuple[tuple[NodeConfig, ...] | None, dict[str, int]]:
+    """Parsed nodes, and every declared node id (also of nodes that have other errors).
+
+    The ids map to their node's index: an ordered set that answers `in` at once.
+    """
     raw = graph.get("nodes")
     here = (*path, "nodes")
     if raw is UNRESOLVED:
-        return None, []
+        return None, {}
     if raw is None or raw == []:
         ck.error(here, "nodes is required: the graph needs at least one node")
-        return None, []
+        return None, {}
     if not isinstance(raw, list):
         ck.error(here, f"nodes must be a list of nodes, got {describe(raw)}")
-        return None, []
-    ids: list[str] = []
+        return None, {}
     first_seen: dict[str, int] = {}
     for index, item in enumerate(raw):
         node_id = item.get("id") if isinstance(item, dict) else None
@@ -103,15 +110,20 @@ def _nodes(
                 )
             else:
                 first_seen[node_id] = index
-                ids.append(node_id)
     parsed = [parse_node(ck, item, (*here, index)) for index, item in enumerate(raw)]
     if any(node is None for node in parsed):
-        return None, ids
-    return tuple(node for node in parsed if node is not None), ids
+        return None, first_seen
+    return tuple(node for node in parsed if node is not None), first_seen
 
 
 def _node_list(
-    ck: Checker, graph: dict[str, Any], key: str, path: KeyPath, ids: list[str], *, required: bool
+    ck: Checker,
+    graph: dict[str, Any],
+    key: str,
+    path: KeyPath,
+    ids: dict[str, int],
+    *,
+    required: bool,
 ) -> tuple[str, ...]:
     """`start` / `end`: one node id or a list of them, each naming a node."""
     raw = graph.get(key)
@@ -129,22 +141,25 @@ def _node_list(
     if not isinstance(raw, list):
         ck.error(here, f"{key} must be a node id or a list of node ids, got {describe(raw)}")
         return ()
-    result: list[str] = []
+    result: dict[str, None] = {}  # ordered, without repeats
     for index, name in enumerate(raw):
         if name is UNRESOLVED:
             continue
         if not isinstance(name, str):
             ck.error((*here, index), f"every item of {key} must be a node id, got {describe(name)}")
-        elif _known_node(ck, name, (*here, index), ids, key) and name not in result:
-            result.append(name)
+        elif _known_node(ck, name, (*here, index), ids, key):
+            result[name] = None
     return tuple(result)
 
 
-def _known_node(ck: Checker, name: str, path: KeyPath, ids: list[str], what: str) -> bool:
+def _known_node(ck: Checker, name: str, path: KeyPath, ids: dict[str, int], what: str) -> bool:
     if not ids or name in ids:
         return True  # without any valid node the missing nodes were reported already
-    message = f"{what} names '{name}', which is not a node id (nodes: {', '.join(ids)})"
-    guess = suggest(name, ids)
+    listed = ", ".join(islice(ids, _LISTED_IDS))
+    if len(ids) > _LISTED_IDS:
+        listed += f", ... ({len(ids)} in all)"
+    message = f"{what} names '{name}', which is not a node id (nodes: {listed})"
+    guess = suggest(name, list(ids)) if ck.tally("node id guesses") <= _GUESSES else None
     ck.error(path, f"{message}; did you mean '{guess}'?" if guess else message)
     return False
 
@@ -153,7 +168,7 @@ def _known_node(ck: Checker, name: str, path: KeyPath, ids: list[str], what: str
 
 
 def _edges(
-    ck: Checker, graph: dict[str, Any], path: KeyPath, ids: list[str]
+    ck: Checker, graph: dict[str, Any], path: KeyPath, ids: dict[str, int]
 ) -> list[tuple[EdgeConfig, KeyPath]]:
     raw = graph.get("edges")
     here = (*path, "edges")
@@ -175,7 +190,7 @@ def _edges(
     return edges
 
 
-def parse_edge(ck: Checker, raw: Any, path: KeyPath, ids: list[str]) -> EdgeConfig | None:
+def parse_edge(ck: Checker, raw: Any, path: KeyPath, ids: dict[str, int]) -> EdgeConfig | None:
     """One edge: `from`, `to`, `condition`, `carry_data`, `trigger`."""
     edge = get_mapping(ck, raw, path, "an edge")
     if edge is None:
@@ -260,7 +275,9 @@ def _words(ck: Checker, config: dict[str, Any], key: str, path: KeyPath) -> tupl
 # --- shape ---------------------------------------------------------------------------------
 
 
-def _check_cycles(ck: Checker, ids: list[str], edges: list[tuple[EdgeConfig, KeyPath]]) -> None:
+def _check_cycles(
+    ck: Checker, ids: dict[str, int], edges: list[tuple[EdgeConfig, KeyPath]]
+) -> None:
     """Report each cycle once, at the edge that closes it."""
     successors: dict[str, list[str]] = {node_id: [] for node_id in ids}
     edge_paths: dict[tuple[str, str], KeyPath] = {}
@@ -269,7 +286,12 @@ def _check_cycles(ck: Checker, ids: list[str], edges: list[tuple[EdgeConfig, Key
         edge_paths.setdefault((edge.source, edge.target), path)
     for cycle in find_cycles(list(successors), successors):
         closing = edge_paths.get((cycle[-2], cycle[-1]), ("graph", "edges"))
-        ck.error(closing, f"cycles are not supported yet: {' → '.join(cycle)}")
+        if len(cycle) > _SHOWN_CYCLE:
+            shown = [*cycle[: _SHOWN_CYCLE // 2], "...", *cycle[-_SHOWN_CYCLE // 2 :]]
+            text = f"{' → '.join(shown)} ({len(cycle) - 1} nodes)"
+        else:
+            text = " → ".join(cycle)
+        ck.error(closing, f"cycles are not supported yet: {text}")
 
 
 def find_cycles(order: list[str], successors: dict[str, list[str]]) -> list[list[str]]:

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from devall_cli.config.expansion import ExpansionBudget
 from devall_cli.config.yaml_source import KeyPath
 from devall_cli.errors import ConfigError
 
@@ -20,6 +21,9 @@ _NAME = re.compile(r"[A-Za-z0-9_]+")
 SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "AUTH")
 MIN_SECRET_LENGTH = 4  # shorter values would mask half of every output
 _MAX_DEPTH = 50  # nested defaults or chains of vars deeper than this are surely a mistake
+# Collections plus placeholders being resolved inside each other, across every chain of vars
+# and defaults: bounds the resolver's recursion far below Python's limit.
+_MAX_LEVELS = 150
 _MALFORMED = (
     "'${' does not start a placeholder ${NAME} (NAME: letters, digits, underscore); "
     "it is kept as text (write '$${' for a literal '${')"
@@ -92,6 +96,7 @@ def parse_template(text: str) -> tuple[list[Segment], int]:
     segments: list[Segment] = []
     literal: list[str] = []
     malformed = 0
+    closing = _closing_braces(text)
     i, n = 0, len(text)
     while i < n:
         if text.startswith("$${", i):
@@ -99,7 +104,7 @@ def parse_template(text: str) -> tuple[list[Segment], int]:
             i += 3
             continue
         if text.startswith("${", i):
-            ref, end = _parse_ref(text, i)
+            ref, end = _parse_ref(text, i, closing)
             if ref is not None:
                 if literal:
                     segments.append("".join(literal))
@@ -118,37 +123,40 @@ def parse_template(text: str) -> tuple[list[Segment], int]:
     return segments, malformed
 
 
-def _parse_ref(text: str, start: int) -> tuple[PlaceholderRef | None, int]:
+def _parse_ref(text: str, start: int, closing: dict[int, int]) -> tuple[PlaceholderRef | None, int]:
     match = _NAME.match(text, start + 2)
     if match is None:
         return None, start
     end = match.end()
     if text.startswith("}", end):
         return PlaceholderRef(match.group()), end + 1
-    if text.startswith(":-", end):
-        close = _matching_brace(text, end + 2)
-        if close >= 0:
-            return PlaceholderRef(match.group(), text[end + 2 : close]), close + 1
+    if text.startswith(":-", end) and start in closing:
+        close = closing[start]
+        return PlaceholderRef(match.group(), text[end + 2 : close]), close + 1
     return None, start
 
 
-def _matching_brace(text: str, start: int) -> int:
-    """Index of the `}` closing a default, skipping nested `${...}` and `$${` escapes."""
-    depth, k = 0, start
-    while k < len(text):
+def _closing_braces(text: str) -> dict[int, int]:
+    """Index of each `${` → index of the `}` that closes it; `$${` is an escape.
+
+    One pass for the whole string: searching for each default's end separately would read
+    the rest of the string once per unclosed `${NAME:-`, which a hostile file repeats by
+    the thousand.
+    """
+    closing: dict[int, int] = {}
+    opened: list[int] = []
+    k, n = 0, len(text)
+    while k < n:
         if text.startswith("$${", k):
             k += 3
         elif text.startswith("${", k):
-            depth += 1
+            opened.append(k)
             k += 2
-        elif text[k] == "}":
-            if depth == 0:
-                return k
-            depth -= 1
-            k += 1
         else:
+            if text[k] == "}" and opened:
+                closing[opened.pop()] = k
             k += 1
-    return -1
+    return closing
 
 
 def _whole_ref(segments: list[Segment]) -> PlaceholderRef | None:
@@ -181,6 +189,10 @@ class PlaceholderResolver:
         self._resolved: dict[str, Any] = {}
         self._failed: set[str] = set()
         self._stack: list[str] = []
+        self._levels = 0  # collections and placeholders being resolved inside each other
+        self._walk_depth = 0  # collections the value being resolved sits in
+        self._budget = ExpansionBudget()
+        self._budget_spent = False  # reported once; later placeholders fail silently
         self.secrets: set[str] = set()
         # (path, message, severity) of every problem found while walking trees
         self.issues: list[tuple[KeyPath, str, str]] = []
@@ -216,6 +228,17 @@ class PlaceholderResolver:
     # --- trees and vars ------------------------------------------------------------------
 
     def _walk(self, data: Any, path: KeyPath) -> tuple[Any, bool]:
+        if not isinstance(data, (dict, list)):
+            return self._walk_text(data, path) if isinstance(data, str) else (data, True)
+        self._levels += 1
+        self._walk_depth += 1
+        try:
+            return self._walk_collection(data, path)
+        finally:
+            self._levels -= 1
+            self._walk_depth -= 1
+
+    def _walk_collection(self, data: Any, path: KeyPath) -> tuple[Any, bool]:
         if isinstance(data, dict):
             out: dict[str, Any] = {}
             ok = True
@@ -231,9 +254,7 @@ class PlaceholderResolver:
                 items.append(item)
                 ok = ok and child_ok
             return items, ok
-        if not isinstance(data, str):
-            return data, True
-        return self._walk_text(data, path)
+        return data, True
 
     def _walk_text(self, text: str, path: KeyPath) -> tuple[Any, bool]:
         if "${" not in text:
@@ -276,15 +297,33 @@ class PlaceholderResolver:
             return text
         if depth > _MAX_DEPTH:
             raise PlaceholderError("placeholder defaults are nested too deeply")
-        segments, _malformed = parse_template(text)
-        whole = _whole_ref(segments)
-        if whole is not None:
-            return self._resolve_ref(whole, depth)
-        parts = [
-            seg if isinstance(seg, str) else value_text(self._resolve_ref(seg, depth))
-            for seg in segments
-        ]
-        return "".join(parts)
+        self._levels += 1
+        try:
+            if self._levels > _MAX_LEVELS:
+                raise PlaceholderError(
+                    f"placeholders and values nest more than {_MAX_LEVELS} levels deep"
+                )
+            segments, _malformed = parse_template(text)
+            whole = _whole_ref(segments)
+            if whole is not None:
+                return self._resolve_ref(whole, depth)
+            parts = [
+                seg if isinstance(seg, str) else value_text(self._resolve_ref(seg, depth))
+                for seg in segments
+            ]
+            self._charge(self._budget.charge_text(sum(len(part) for part in parts)))
+            return "".join(parts)
+        finally:
+            self._levels -= 1
+
+    def _charge(self, refusal: str | None) -> None:
+        """Stop at the first substitution beyond the expansion budget (reported once)."""
+        if refusal is None:
+            return
+        if self._budget_spent:
+            raise _ReportedElsewhere(refusal)
+        self._budget_spent = True
+        raise PlaceholderError(f"{refusal}; refused before expanding them")
 
     def _resolve_ref(self, ref: PlaceholderRef, depth: int) -> Any:
         found, value = self._lookup(ref.name)
@@ -299,6 +338,8 @@ class PlaceholderResolver:
                 f"--var {ref.name}=VALUE, in the environment, or in a .env file "
                 f"(or give a default: ${{{ref.name}:-default}})"
             )
+        # Charged before anything walks or prints the value: it may be shared many times over.
+        self._charge(self._budget.charge_value(value, self._walk_depth))
         if is_secret_name(ref.name):
             self._add_secret(value)
         return value

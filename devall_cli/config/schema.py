@@ -43,6 +43,7 @@ class Checker:
         self.secrets: set[str] = set()
         # tool names known without starting a server (function tools), by tooling entry path
         self.static_tool_names: dict[KeyPath, list[str]] = {}
+        self._counts: dict[str, int] = {}
 
     def error(self, path: KeyPath, message: str, *, at_key: bool = False) -> None:
         """Record an error at `path`."""
@@ -56,6 +57,11 @@ class Checker:
         """Remember a value that must be masked in every output."""
         if isinstance(value, str) and len(value) >= MIN_SECRET_LENGTH:
             self.secrets.add(str(value))
+
+    def tally(self, what: str) -> int:
+        """Count one more `what`; how many so far, this one included (for per-file limits)."""
+        self._counts[what] = self._counts.get(what, 0) + 1
+        return self._counts[what]
 
     @property
     def error_count(self) -> int:

@@ -1,12 +1,18 @@
 """Read a workflow file into plain Python data plus the line and column of every key and item.
 
-ruamel.yaml's round-trip loader knows where each mapping key, mapping value and sequence item
-starts; we copy those positions into a table keyed by the path of the value (a tuple such as
-`("graph", "nodes", 1, "config")`) and hand the rest of the loader plain dicts, lists and scalars.
+The file is untrusted input: it is refused, with a located message, when it is too large, binary,
+not UTF-8, holds control characters or absurdly long lines, or (see `yaml_tree`) nests too deep
+or expands through aliases beyond a limit. Positions go into a table keyed by the path of the
+value (a tuple such as `("graph", "nodes", 1, "config")`); the rest of the loader sees plain
+dicts, lists and scalars.
 """
 
 from __future__ import annotations
 
+import codecs
+import os
+import re
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +22,14 @@ from devall_cli.errors import ConfigError, ConfigIssue
 
 KeyPath = tuple[str | int, ...]
 Position = tuple[int, int]  # 1-based line and column
+
+MAX_FILE_BYTES = 10 * 1024 * 1024  # 10 MB; the largest real workflows are a few hundred kB
+MAX_LINE_CHARS = 100_000  # longer lines are machine output, and slow the YAML scanner down
+_SHOWN_LINE_CHARS = 200  # source lines shown under a message are cut to about this length
+# What YAML accepts as text (YAML 1.2, 5.1 "Character Set"); anything else is refused up front.
+_NOT_YAML_TEXT = re.compile("[^\t\n\r\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+# Control characters are never echoed to a terminal: a file could carry escape sequences.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def format_path(path: Iterable[str | int]) -> str:
@@ -69,7 +83,7 @@ class SourceDocument:
     def source_line(self, line: int) -> str:
         """The text of a 1-based line, without its line break ('' when out of range)."""
         if 1 <= line <= len(self.lines):
-            return self.lines[line - 1].rstrip("\r\n")
+            return self.lines[line - 1]
         return ""
 
     def issue(
@@ -77,25 +91,49 @@ class SourceDocument:
     ) -> ConfigIssue:
         """A ConfigIssue located at `path` in this file."""
         line, col = self.position(path, at_key=at_key)
+        return self.issue_at(line, col, message, path=format_path(path), severity=severity)
+
+    def issue_at(
+        self, line: int, col: int, message: str, *, path: str = "", severity: str = "error"
+    ) -> ConfigIssue:
+        """A ConfigIssue at a line and column; file content in it is made safe to print."""
         return ConfigIssue(
-            message=message,
-            path=format_path(path),
+            message=escape_controls(message),
+            path=escape_controls(path),
             file=self.file,
             line=line,
             col=col,
             severity=severity,
-            source_line=self.source_line(line),
+            source_line=shown_line(self.source_line(line), col),
         )
+
+
+def escape_controls(text: str) -> str:
+    """`text` with control characters written as `\\x1b` escapes."""
+    return _CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", text)
+
+
+def shown_line(text: str, col: int) -> str:
+    """A source line as shown under a message: control characters replaced, long lines cut."""
+    text = _CONTROL.sub("\ufffd", text)
+    if len(text) <= _SHOWN_LINE_CHARS:
+        return text
+    if col <= _SHOWN_LINE_CHARS:
+        return text[:_SHOWN_LINE_CHARS] + " ..."
+    return ""  # the caret could not point into a cut line; the headline still says line:col
 
 
 def load_source(path: Path, display: str) -> SourceDocument:
     """Read and parse `path`; any problem is a ConfigError with the location when there is one."""
     raw = _read_bytes(path, display)
+    nul = raw.find(b"\0")
+    if nul >= 0:
+        message = f"the file holds binary data (a NUL byte at byte offset {nul}), not YAML text"
+        raise ConfigError.from_issues([_byte_issue(raw, nul, message, display)])
     text = _decode(raw, display)
-    doc = SourceDocument(data=None, file=display, lines=text.splitlines(keepends=True))
-    tree = _parse_yaml(text, doc)
-    doc.data = _convert(tree, (), doc)
-    _record_root(doc)
+    doc = SourceDocument(data=None, file=display, lines=_lines(text).split("\n"))
+    _check_text(text, doc, bom=len(codecs.BOM_UTF8) if raw.startswith(codecs.BOM_UTF8) else 0)
+    doc.data = _parse_yaml(text, doc)
     if doc.data is None:
         raise ConfigError.from_issues([ConfigIssue("the workflow file is empty", file=display)])
     if not isinstance(doc.data, dict):
@@ -108,129 +146,131 @@ def _read_bytes(path: Path, display: str) -> bytes:
     def fail(message: str) -> ConfigError:
         return ConfigError.from_issues([ConfigIssue(message, file=display)])
 
-    if not path.exists():
-        raise fail("no such file")
-    if path.is_dir():
-        raise fail("is a directory, not a workflow file")
+    limit = f"workflow files may hold at most 10 MB ({MAX_FILE_BYTES} bytes)"
     try:
-        return path.read_bytes()
+        with path.open("rb") as handle:
+            info = os.fstat(handle.fileno())
+            if stat.S_ISDIR(info.st_mode):
+                raise fail("is a directory, not a workflow file")
+            if stat.S_ISREG(info.st_mode) and info.st_size > MAX_FILE_BYTES:
+                raise fail(f"the file is too large: {info.st_size} bytes; {limit}")
+            # Pipes and devices tell no size: read one byte past the limit to notice.
+            raw = handle.read(MAX_FILE_BYTES + 1)
+    except FileNotFoundError:
+        raise fail("no such file") from None
+    except IsADirectoryError:
+        raise fail("is a directory, not a workflow file") from None
     except OSError as exc:
-        raise fail(f"cannot read the file: {exc.strerror or exc}") from exc
+        raise fail(f"cannot read the file: {exc.strerror or exc}") from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise fail(f"the file is too large: more than {MAX_FILE_BYTES} bytes; {limit}")
+    return raw
 
 
 def _decode(raw: bytes, display: str) -> str:
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        line_start = raw.rfind(b"\n", 0, exc.start) + 1
-        line_end = raw.find(b"\n", exc.start)
-        text_line = raw[line_start : line_end if line_end >= 0 else len(raw)]
-        # The column counts characters, as the caret under the shown line needs.
-        col = len(raw[line_start : exc.start].decode("utf-8", "replace")) + 1
-        issue = ConfigIssue(
-            f"the file is not valid UTF-8 (byte 0x{raw[exc.start]:02x}); save it as UTF-8",
-            file=display,
-            line=line,
-            col=col,
-            source_line=text_line.decode("utf-8", "replace").rstrip("\r"),
+        message = (
+            f"the file is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at byte offset "
+            f"{exc.start}); save it as UTF-8"
         )
-        raise ConfigError.from_issues([issue]) from None
+        raise ConfigError.from_issues([_byte_issue(raw, exc.start, message, display)]) from None
 
 
-def _parse_yaml(text: str, doc: SourceDocument) -> Any:
-    from ruamel.yaml import YAML
-    from ruamel.yaml.error import MarkedYAMLError, YAMLError
-
-    yaml = YAML(typ="rt")
-    try:
-        return yaml.load(text)
-    except MarkedYAMLError as exc:
-        raise ConfigError.from_issues([_yaml_issue(exc, doc)]) from None
-    except (YAMLError, RecursionError, ValueError) as exc:
-        message = f"invalid YAML: {exc}".strip()
-        raise ConfigError.from_issues([ConfigIssue(message, file=doc.file)]) from None
-
-
-def _yaml_issue(exc: Any, doc: SourceDocument) -> ConfigIssue:
-    mark = exc.problem_mark or exc.context_mark
-    problem = str(exc.problem or exc.context or "invalid YAML")
-    line, col = (mark.line + 1, mark.column + 1) if mark is not None else (0, 0)
-    if "'\\t'" in problem:
-        problem = "tab characters are not allowed in YAML indentation; use spaces"
-    elif type(exc).__name__ == "DuplicateKeyError":
-        problem = problem.split(" with value ")[0].replace("found duplicate key", "duplicate key")
-        if exc.context_mark is not None:
-            problem += f" (the mapping starts at line {exc.context_mark.line + 1})"
-    else:
-        problem = f"invalid YAML: {problem}"
-        if exc.context and exc.problem:
-            started = exc.context_mark
-            where = f" started at line {started.line + 1}" if started is not None else ""
-            problem += f" ({exc.context}{where})"
+def _byte_issue(raw: bytes, offset: int, message: str, display: str) -> ConfigIssue:
+    """An issue at a byte offset of a file that could not be read as text."""
+    line_start = raw.rfind(b"\n", 0, offset) + 1
+    line_end = raw.find(b"\n", offset)
+    text_line = raw[line_start : line_end if line_end >= 0 else len(raw)]
+    # The column counts characters, as the caret under the shown line needs.
+    col = len(raw[line_start:offset].decode("utf-8", "replace")) + 1
     return ConfigIssue(
-        message=problem,
-        file=doc.file,
-        line=line,
+        message,
+        file=display,
+        line=raw.count(b"\n", 0, offset) + 1,
         col=col,
-        source_line=doc.source_line(line),
+        source_line=shown_line(text_line.decode("utf-8", "replace").rstrip("\r"), col),
     )
 
 
-def _convert(node: Any, path: KeyPath, doc: SourceDocument) -> Any:
-    """Round-trip objects → plain Python data, recording positions on the way."""
-    from ruamel.yaml.comments import CommentedMap, CommentedSeq, TaggedScalar
-    from ruamel.yaml.scalarbool import ScalarBoolean
-
-    if isinstance(node, CommentedMap):
-        result: dict[str, Any] = {}
-        for key, value in node.items():
-            child = (*path, key_text(key))
-            _record(doc, child, node.lc.data.get(key), mapping=True, value=value)
-            result[key_text(key)] = _convert(value, child, doc)
-        return result
-    if isinstance(node, CommentedSeq):
-        items: list[Any] = []
-        for index, value in enumerate(node):
-            child = (*path, index)
-            _record(doc, child, node.lc.data.get(index), mapping=False, value=value)
-            items.append(_convert(value, child, doc))
-        return items
-    if isinstance(node, TaggedScalar):
-        # Custom tags are not part of the format; keep the text so type checks can report it.
-        return str(node.value)
-    if isinstance(node, ScalarBoolean):  # an anchored boolean (`&flag true`)
-        return bool(node)
-    return _plain_scalar(node)
+def _check_text(text: str, doc: SourceDocument, *, bom: int) -> None:
+    """Refuse characters YAML does not allow, and lines too long to be written by hand."""
+    found = _NOT_YAML_TEXT.search(text)
+    if found is not None:
+        offset = len(text[: found.start()].encode("utf-8")) + bom
+        line, col = _text_position(text, found.start())
+        message = (
+            f"the file contains the control character U+{ord(found.group()):04X} at byte "
+            f"offset {offset}; YAML text may not contain control characters"
+        )
+        raise ConfigError.from_issues([doc.issue_at(line, col, message)])
+    if max((len(line) for line in doc.lines), default=0) <= MAX_LINE_CHARS:
+        return
+    for number, text_line in enumerate(doc.lines, start=1):
+        length = len(text_line)
+        if length > MAX_LINE_CHARS:
+            message = (
+                f"line {number} is {length} characters long; lines over {MAX_LINE_CHARS} "
+                "characters are refused (write long text as a `|` block over several lines)"
+            )
+            raise ConfigError.from_issues([doc.issue_at(number, MAX_LINE_CHARS + 1, message)])
 
 
-def _record(doc: SourceDocument, path: KeyPath, data: Any, *, mapping: bool, value: Any) -> None:
-    if not data:
-        return  # keys that came from a merge (`<<: *anchor`) have no position of their own
-    if mapping:
-        key_pos = (data[0] + 1, data[1] + 1)
-        doc.key_positions[path] = key_pos
-        # A missing value (`key:`) has no useful position of its own: point at the key.
-        doc.value_positions[path] = key_pos if value is None else (data[2] + 1, data[3] + 1)
+def _lines(text: str) -> str:
+    """`text` with every line break written `\\n`: YAML marks count `\\r\\n`, `\\r` and `\\n`."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _text_position(text: str, index: int) -> Position:
+    """Line and column of `text[index]`, counted as the YAML parser counts them."""
+    before = _lines(text[:index])
+    return (before.count("\n") + 1, len(before) - before.rfind("\n"))
+
+
+def _parse_yaml(text: str, doc: SourceDocument) -> Any:
+    """Plain data of the document (None when empty); positions go into `doc`."""
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+    from devall_cli.config.yaml_tree import PlainBuilder, compose, position
+
+    try:
+        root, constructor = compose(text)
+    except MarkedYAMLError as exc:
+        raise ConfigError.from_issues([_yaml_issue(exc, doc)]) from None
+    except (YAMLError, RecursionError) as exc:
+        # Not expected once the text and nesting checks passed; no parser failure may escape.
+        message = f"invalid YAML: {exc}".strip()
+        raise ConfigError.from_issues([ConfigIssue(message, file=doc.file)]) from None
+    if root is None:
+        return None
+    builder = PlainBuilder(constructor)
+    data = builder.build(root, ())
+    if builder.problems:
+        issues = [doc.issue_at(line, col, message) for (line, col), message in builder.problems]
+        raise ConfigError.from_issues(issues)
+    doc.key_positions = builder.key_positions
+    doc.value_positions = builder.value_positions
+    doc.value_positions[()] = position(root)
+    return data
+
+
+def _yaml_issue(exc: Any, doc: SourceDocument) -> ConfigIssue:
+    from devall_cli.config.yaml_tree import YamlLimitError
+
+    mark = exc.problem_mark or exc.context_mark
+    problem = str(exc.problem or exc.context or "invalid YAML")
+    line, col = (mark.line + 1, mark.column + 1) if mark is not None else (0, 0)
+    if isinstance(exc, YamlLimitError):
+        pass  # our own message says it all
+    elif "'\\t'" in problem:
+        problem = "tab characters are not allowed in YAML indentation; use spaces"
     else:
-        doc.value_positions[path] = (data[0] + 1, data[1] + 1)
-
-
-def _record_root(doc: SourceDocument) -> None:
-    """The document's own position: where its first key or item is written."""
-    firsts = [pos for path, pos in doc.value_positions.items() if len(path) == 1]
-    firsts += [pos for path, pos in doc.key_positions.items() if len(path) == 1]
-    if firsts:
-        doc.value_positions[()] = min(firsts)
-
-
-def _plain_scalar(value: Any) -> Any:
-    if isinstance(value, bool) or value is None:
-        return value
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        return float(value)
-    if isinstance(value, str):
-        return str(value)
-    return value  # dates and timestamps stay as they are; type checks report them
+        problem = f"invalid YAML: {problem}"
+        if exc.context and exc.problem and not str(exc.context).startswith("while"):
+            problem = f"invalid YAML: {exc.context}, {exc.problem}"
+        elif exc.context and exc.problem:
+            started = exc.context_mark
+            where = f" started at line {started.line + 1}" if started is not None else ""
+            problem += f" ({exc.context}{where})"
+    return doc.issue_at(line, col, problem)

@@ -7,15 +7,20 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
 from typer.testing import CliRunner
 
 from devall_cli.cli.app import app
 from devall_cli.errors import ExitCode
+from tests.unit.config.hostile_files import CASES, HostileCase, mutated_files
+from tests.unit.config.test_invalid_corpus import expectations
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 WORKFLOWS = REPO_ROOT / "workflows"
@@ -127,6 +132,72 @@ def test_every_broken_workflow_exits_3_without_a_traceback(path: Path) -> None:
     assert result.stderr.startswith("devall: error: ")
     assert "Traceback" not in result.output
     assert "internal error" not in result.output
+    for line, _, message in expectations(path):
+        where = f"{path}:{line}:" if line else f"{path}: "
+        assert any(
+            text.startswith(f"devall: error: {where}") and message in text
+            for text in result.stderr.splitlines()
+        ), (where, message, result.stderr)
+
+
+# --- hostile input ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+def test_hostile_input_exits_3_with_a_located_message(tmp_path: Path, case: HostileCase) -> None:
+    path = case.write(tmp_path)
+    started = time.perf_counter()
+    result = validate(str(path))
+    elapsed = time.perf_counter() - started
+    assert result.exit_code == ExitCode.CONFIG, result.output
+    assert result.stdout == ""
+    first = result.stderr.splitlines()[0]
+    where = f"{path}:{case.where[0]}:{case.where[1]}: " if case.where else f"{path}: "
+    assert first.startswith(f"devall: error: {where}"), first
+    assert case.message in first
+    assert "Traceback" not in result.output
+    assert "\x1b" not in result.output and "\x00" not in result.output
+    assert elapsed < 3
+
+
+@pytest.mark.parametrize("name", ["file_over_10_mb", "alias_bomb"])
+def test_oversized_file_and_alias_bomb_answer_well_under_a_second(
+    tmp_path: Path, name: str
+) -> None:
+    (case,) = [case for case in CASES if case.name == name]
+    path = case.write(tmp_path)
+    validate(str(path))  # the first call pays for imports
+    started = time.perf_counter()
+    result = validate(str(path))
+    assert time.perf_counter() - started < 0.5
+    assert result.exit_code == ExitCode.CONFIG
+
+
+def test_hostile_input_as_json_keeps_the_location(tmp_path: Path) -> None:
+    (case,) = [case for case in CASES if case.name == "alias_bomb"]
+    result = validate(str(case.write(tmp_path)), "--json")
+    assert result.exit_code == ExitCode.CONFIG
+    (issue,) = json.loads(result.stdout)["issues"]
+    assert (issue["line"], issue["col"]) == case.where
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(mutated_files())
+def test_mutated_workflows_exit_0_or_3_and_never_show_a_traceback(data: bytes) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "flow.yaml"
+        path.write_bytes(data)
+        result = validate(str(path), env=LLM_ENV)
+    assert result.exit_code in (0, ExitCode.CONFIG), result.output
+    assert "Traceback" not in result.output
+    if result.exit_code == ExitCode.CONFIG:
+        errors = [line for line in result.stderr.splitlines() if line.startswith("devall: error:")]
+        assert errors
+        assert all(line.startswith(f"devall: error: {path}") for line in errors)
 
 
 def test_missing_file_and_directory(tmp_path: Path) -> None:

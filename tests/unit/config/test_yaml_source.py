@@ -57,7 +57,13 @@ def test_missing_value_points_at_its_key(tmp_path: Path) -> None:
 def test_unknown_paths_fall_back_to_the_nearest_ancestor(tmp_path: Path) -> None:
     doc = load(tmp_path, SOURCE)
     assert doc.position(("graph", "nodes", 0, "config", "nope")) == (5, 7)
-    assert doc.position(("graph", "merged", "k")) == (9, 3)  # merged keys have no own position
+
+
+def test_merged_keys_point_where_their_value_is_written(tmp_path: Path) -> None:
+    doc = load(tmp_path, SOURCE)
+    assert doc.position(("graph", "merged", "k")) == (8, 21)
+    assert doc.position(("graph", "merged", "k"), at_key=True) == (8, 18)
+    assert doc.position(("graph", "merged", "own")) == (11, 10)
 
 
 def test_issue_carries_file_path_and_source_line(tmp_path: Path) -> None:
