@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -12,7 +13,6 @@ from devall_cli.cli.common import (
     EnvFileOption,
     JsonOption,
     VarOption,
-    WorkflowArg,
     error_boundary,
     parse_vars,
     print_json,
@@ -28,27 +28,47 @@ if TYPE_CHECKING:
 @app.command("validate")
 @error_boundary
 def validate_command(
-    workflow: WorkflowArg,
+    workflows: Annotated[
+        list[Path],
+        typer.Argument(metavar="WORKFLOW...", help="Workflow YAML file(s) to check."),
+    ],
     var: VarOption = None,
     env_file: EnvFileOption = None,
     json_output: JsonOption = False,
 ) -> None:
-    """Check a workflow file: YAML, placeholders, schema and graph shape. Exit 3 if invalid."""
+    """Check workflow files: YAML, placeholders, schema and graph shape. Exit 3 if any is invalid.
+
+    With several files and --json, the document is a list with one entry (and a "file" key) each.
+    """
     # Imported here so that `devall --help` does not pay for the YAML loader.
     from devall_cli.config.loader import validate_workflow
 
-    loaded, issues = validate_workflow(workflow, cli_vars=parse_vars(var), env_file=env_file)
-    ok = loaded is not None
+    cli_vars = parse_vars(var)
+    results = [
+        (path, *validate_workflow(path, cli_vars=cli_vars, env_file=env_file)) for path in workflows
+    ]
+    ok = all(loaded is not None for _, loaded, _ in results)
     if json_output:
-        print_json(validation_document(loaded, issues))
-        if not ok:
-            raise typer.Exit(int(ExitCode.CONFIG))
-        return
-    if loaded is None:
-        raise ConfigError.from_issues(issues)
+        documents = [validation_document(loaded, issues) for _, loaded, issues in results]
+        if len(documents) == 1:
+            print_json(documents[0])
+        else:
+            print_json(
+                [{"file": str(p), **d} for (p, _, _), d in zip(results, documents, strict=True)]
+            )
+    else:
+        for path, loaded, issues in results:
+            _report(path, loaded, issues)
+    if not ok:
+        raise typer.Exit(int(ExitCode.CONFIG))
+
+
+def _report(path: Path, loaded: Workflow | None, issues: list[ConfigIssue]) -> None:
+    """Issues on stderr, the summary of a valid file on stdout."""
     if issues:
-        report_error(ConfigError("warnings", issues=issues))
-    stdout_console().print(render_summary(loaded, str(workflow)), markup=False)
+        report_error(ConfigError("workflow issues", issues=issues))
+    if loaded is not None:
+        stdout_console().print(render_summary(loaded, str(path)), markup=False)
 
 
 def validation_document(workflow: Workflow | None, issues: Iterable[ConfigIssue]) -> dict[str, Any]:

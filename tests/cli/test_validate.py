@@ -412,3 +412,18 @@ def test_validate_does_not_import_heavy_libraries() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "heavy: []"
+
+
+def test_several_files_at_once_as_a_shell_glob_gives_them() -> None:
+    files = sorted(str(p) for p in WORKFLOWS.glob("*.yaml"))
+    assert len(files) >= 3
+    result = validate(*files)  # BASE_URL and API_KEY missing: the two LLM demos are invalid
+    assert result.exit_code == ExitCode.CONFIG
+    assert "demo_offline' is valid" in result.stdout
+    assert "unresolved placeholder ${API_KEY}" in result.stderr
+    result = validate(*files, "--json", env=LLM_ENV)
+    assert result.exit_code == 0, result.stdout
+    documents = json.loads(result.stdout)
+    assert [d["file"] for d in documents] == files
+    assert all(d["ok"] for d in documents)
+    assert LLM_ENV["API_KEY"] not in result.stdout
