@@ -186,3 +186,12 @@ def test_probe_adhoc_url_and_command(remote: ServerProcess) -> None:
 def test_probe_needs_exactly_one_target() -> None:
     code, _, err = invoke("probe")
     assert code == 2 and "exactly one" in err
+
+
+def test_unreachable_remote_server_is_exit_4_after_three_attempts(tmp_path: Path) -> None:
+    wf = write(tmp_path, remote_tooling("dead", f"http://127.0.0.1:{free_port()}/mcp"))
+    t0 = time.monotonic()
+    code, out, err = invoke("tools", "list", str(wf))
+    assert code == 4 and out == ""
+    assert "devall: error:" in err and "127.0.0.1" in err and "Traceback" not in err
+    assert time.monotonic() - t0 >= 1.5  # 3 attempts, waiting 0.5 s then 1 s
