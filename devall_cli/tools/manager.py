@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,6 +67,7 @@ class ToolManager:
     ) -> None:
         self.workflow = workflow
         self.plan = plan_sources(workflow)
+        self._redact = Redactor.for_workflow(workflow).text
         self._run_id = run_id
         self._bus = bus
         if store is None and run_dir is not None:
@@ -80,7 +81,7 @@ class ToolManager:
             store=store,
             on_log=self._on_log,
             on_restart=self._on_restart,
-            redact=Redactor.for_workflow(workflow).text,
+            redact=self._redact,
         )
         self._sources: dict[str, ToolSource] = {}
         self._infos: dict[str, ServerInfo] = {}
@@ -99,6 +100,15 @@ class ToolManager:
 
     def _on_restart(self, source_id: str, attempt: int) -> None:
         self._emit(ServerRestartedEvent(run_id=self._run_id, server_id=source_id, attempt=attempt))
+
+    @contextlib.contextmanager
+    def _masking(self) -> Iterator[None]:
+        """Errors from a source name its URL or command line: mask the secrets in them."""
+        try:
+            yield
+        except DevallError as exc:
+            _mask_error(exc, self._redact)
+            raise
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -131,7 +141,8 @@ class ToolManager:
         source = self._sources.get(plan.id) or build_source(plan, self._ctx)
         self._sources[plan.id] = source
         try:
-            info = await source.start()
+            with self._masking():
+                info = await source.start()
         except DevallError as exc:
             status = str(getattr(exc, "status", type(exc).__name__))
             self._emit(
@@ -179,7 +190,8 @@ class ToolManager:
         cached = self._listed.get(source_id)
         if cached is not None and ttl > 0 and time.monotonic() - cached[0] < ttl:
             return cached[1]
-        tools = await self._sources[source_id].list_tools()
+        with self._masking():
+            tools = await self._sources[source_id].list_tools()
         self._listed[source_id] = (time.monotonic(), tools)
         return tools
 
@@ -230,7 +242,15 @@ class ToolManager:
             )
         if route.source_id not in self._infos:
             await self.start_source(self.plan.source(route.source_id))
-        return await self._sources[route.source_id].call_tool(route.original_name, arguments)
+        with self._masking():
+            return await self._sources[route.source_id].call_tool(route.original_name, arguments)
+
+
+def _mask_error(exc: DevallError, redact: Callable[[str], str]) -> None:
+    """Mask secrets in an error's message and detail lines, in place (the traceback stays)."""
+    exc.message = redact(exc.message)
+    exc.args = (exc.message, *exc.args[1:])
+    exc.details = [redact(line) for line in exc.details]
 
 
 async def _close_quietly(source: ToolSource) -> None:

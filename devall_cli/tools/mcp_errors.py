@@ -33,6 +33,7 @@ from devall_cli.errors import (
     ServerUnreachableError,
 )
 from devall_cli.tools.base import TextBlock, ToolResult
+from devall_cli.tools.stdio_lines import INVALID_RESPONSE
 
 Phase = Literal["connect", "list", "call"]
 
@@ -152,6 +153,14 @@ def describe_failure(exc: BaseException) -> str:
     return _message(exc)
 
 
+def validation_problem(exc: ValidationError) -> str:
+    """The first problem a pydantic ValidationError found, as `where: what`."""
+    first = exc.errors()[0]
+    where = ".".join(str(part) for part in first.get("loc", ()))
+    what = str(first.get("msg", ""))
+    return f"{where}: {what}" if where else what
+
+
 class _Translator:
     """Holds what one translation needs to word its messages."""
 
@@ -208,7 +217,9 @@ class _Translator:
             return self.timed_out()
         if self.phase == "call":
             text = f"tool '{self.tool}' failed: {exc.message}"
-            return error_result(text, tool_name=self.tool, error_class=tool_error_class(text))
+            invalid = exc.message.startswith(INVALID_RESPONSE)
+            error_class = "invalid_result" if invalid else tool_error_class(text)
+            return error_result(text, tool_name=self.tool, error_class=error_class)
         detail = f"error {exc.code}: {exc.message}"
         return ProtocolError(f"{self.server} answered {self.method()} with {detail}")
 
@@ -245,6 +256,8 @@ class _Translator:
     def unexpected(self, exc: BaseException) -> DevallError | ToolResult:
         text = _message(exc)
         first_line = text.splitlines()[0]
+        if isinstance(exc, ValidationError) and exc.errors():
+            first_line = f"{first_line}: {validation_problem(exc)}"
         bad_result = isinstance(exc, ValidationError) or any(
             marker in text.lower() for marker in _BAD_RESULT_MESSAGES
         )

@@ -22,7 +22,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -31,6 +31,7 @@ from fastmcp import Client
 from devall_cli.errors import (
     DevallConnectionError,
     DevallError,
+    ProtocolError,
     ServerDiedError,
     ServerUnreachableError,
 )
@@ -137,6 +138,7 @@ class McpSessionSource:
     async def list_tools(self) -> list[RawTool]:
         """The server's tools, connecting first if needed."""
         tools = await self._with_retries("list", self._list_once)
+        self._check_unique([tool.name for tool in tools])
         return [
             RawTool(
                 name=tool.name,
@@ -174,6 +176,15 @@ class McpSessionSource:
             error_class=error_class,
             duration_ms=duration_ms,
         )
+
+    def _check_unique(self, names: list[str]) -> None:
+        """Two tools under one name break the protocol: a call could not say which one it means."""
+        twice = sorted(name for name, count in Counter(names).items() if count > 1)
+        if twice:
+            listed = ", ".join(f"'{name}'" for name in twice)
+            raise ProtocolError(
+                f"MCP server '{self.id}' ({self.target}) listed more than one tool named {listed}"
+            )
 
     async def close(self) -> None:
         """End the session; safe to call more than once."""

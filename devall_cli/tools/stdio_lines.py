@@ -2,18 +2,33 @@
 
 Servers in the wild write junk on stdout: banners, progress, even text glued without a newline
 to the front of a JSON-RPC line. `split_message` recovers the message from such a line and hands
-back the junk as a log line.
+back the junk as a log line. A response line too long to keep is dropped; `overlong_answer`
+turns its beginning into an error answer for the request it names, so that request fails at once
+instead of waiting for its timeout.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+import re
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 READ_CHUNK = 256 * 1024
+HEAD_BYTES = 256  # how much of a dropped line is kept to find the request it answers
 _MAX_GLUE_ATTEMPTS = 64
+# Opens the message of the error devall answers a request with when the server's response to
+# it could not be used (not valid JSON-RPC, or too long).
+INVALID_RESPONSE = "invalid JSON-RPC response"
+_INTERNAL_ERROR = -32603
+# A response as the MCP SDKs for Python write it: `jsonrpc`, `id`, then `result` or `error`. Only
+# this exact opening is trusted: an id found elsewhere might belong to the payload, and one
+# followed by `method` belongs to a request from the server.
+_RESPONSE_HEAD = re.compile(
+    rb'^\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*(-?\d{1,18}|"[^"\\]{0,200}")'
+    rb'\s*,\s*"(?:result|error)"'
+)
 
 
 def split_message(line: str) -> tuple[str, dict[str, Any] | None]:
@@ -36,8 +51,27 @@ def split_message(line: str) -> tuple[str, dict[str, Any] | None]:
     return line, None
 
 
-async def iter_lines(reader: asyncio.StreamReader, limit: int) -> AsyncIterator[bytes | None]:
-    """Lines of `reader` without their newline; None stands for a line longer than `limit`."""
+def overlong_answer(head: bytes, limit: int) -> dict[str, Any] | None:
+    """The error answer for the request a dropped overlong response names, if it names one."""
+    match = _RESPONSE_HEAD.match(head)
+    if match is None:
+        return None
+    request_id = json.loads(match.group(1))
+    message = f"{INVALID_RESPONSE} from the server: the response is longer than {limit} bytes"
+    error = {"code": _INTERNAL_ERROR, "message": message}
+    return {"jsonrpc": "2.0", "id": request_id, "error": error}
+
+
+async def iter_lines(
+    reader: asyncio.StreamReader,
+    limit: int,
+    *,
+    on_overlong: Callable[[bytes], None] | None = None,
+) -> AsyncIterator[bytes | None]:
+    """Lines of `reader` without their newline; None stands for a line longer than `limit`.
+
+    `on_overlong` gets the first HEAD_BYTES of each such line, just before its None.
+    """
     buffer = bytearray()
     skipping = False  # inside an overlong line: drop bytes up to its newline
     while chunk := await reader.read(READ_CHUNK):
@@ -47,12 +81,19 @@ async def iter_lines(reader: asyncio.StreamReader, limit: int) -> AsyncIterator[
                 skipping = False
             else:
                 buffer += chunk[start:newline]
-                yield bytes(buffer) if len(buffer) <= limit else None
+                if len(buffer) <= limit:
+                    yield bytes(buffer)
+                else:
+                    if on_overlong is not None:
+                        on_overlong(bytes(buffer[:HEAD_BYTES]))
+                    yield None
             buffer.clear()
             start = newline + 1
         if not skipping:
             buffer += chunk[start:]
             if len(buffer) > limit:
+                if on_overlong is not None:
+                    on_overlong(bytes(buffer[:HEAD_BYTES]))
                 buffer.clear()
                 skipping = True
                 yield None

@@ -33,7 +33,8 @@ from devall_cli.tools.process_groups import (
     signal_group,
     unregister,
 )
-from devall_cli.tools.stdio_lines import iter_lines, split_message
+from devall_cli.tools.stdio_lines import iter_lines, overlong_answer, split_message
+from devall_cli.trace.run_files import open_run_file
 
 __all__ = [
     "StdioProcess",
@@ -325,10 +326,14 @@ class StdioProcess:
         return raw.decode("utf-8", errors="replace").rstrip("\r")
 
     async def _read_stdout(self, reader: asyncio.StreamReader) -> None:
+        heads: list[bytes] = []  # the opening of each overlong line, to answer its request
         try:
-            async for raw in iter_lines(reader, self._line_limit):
+            async for raw in iter_lines(reader, self._line_limit, on_overlong=heads.append):
                 text = self._decode(raw, "stdout")
-                junk, message = split_message(text) if raw is not None else (text, None)
+                if raw is None:
+                    junk, message = text, overlong_answer(heads.pop(), self._line_limit)
+                else:
+                    junk, message = split_message(text)
                 if junk.strip():
                     self.log_line(junk)
                 if message is not None:
@@ -440,11 +445,13 @@ class StdioProcess:
         if self.log_path is None or self._log_file is not None or self._log_done:
             return
         try:
-            self.log_path.parent.mkdir(parents=True, exist_ok=True)
-            self._log_file = self.log_path.open("a", encoding="utf-8")
-        except OSError:
-            logger.warning("cannot open server log %s", self.log_path)
+            # `servers/` and the log file belong to the run: never written through a symlink.
+            self._log_file = open_run_file(self.log_path, append=True, own_folder=True)
+        except OSError as exc:
             self._log_done = True
+            reason = exc.strerror or str(exc)
+            # Said in the log itself, so the lines that follow still reach the trace.
+            self.log_line(f"[devall: cannot write {self.log_path}: {reason}]", match=False)
 
     def _close_log_file(self) -> None:
         self._log_done = True

@@ -23,6 +23,7 @@ from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 from typing_extensions import Unpack
 
+from devall_cli.tools.stdio_lines import INVALID_RESPONSE
 from devall_cli.tools.stdio_process import StdioProcess
 
 logger = logging.getLogger(__name__)
@@ -51,6 +52,38 @@ def _describe_invalid(obj: dict[str, Any], exc: Exception) -> str:
         text = text[:_SHOWN_CHARS] + "..."
     problems = exc.error_count() if isinstance(exc, ValidationError) else 1
     return f"[devall: invalid JSON-RPC message ({problems} validation errors): {text}]"
+
+
+def invalid_response_error(obj: dict[str, Any], exc: Exception) -> SessionMessage | None:
+    """An error answer for the request an invalid response names by id, else None.
+
+    Without it the SDK drops the invalid response and the request waits for its timeout.
+    Objects with a `method` are (broken) requests or notifications from the server: left alone.
+    """
+    request_id = obj.get("id")
+    if "method" in obj or isinstance(request_id, bool) or not isinstance(request_id, int | str):
+        return None
+    reason = _response_problem(obj, exc)
+    error = mcp_types.JSONRPCError(
+        jsonrpc="2.0",
+        id=request_id,
+        error=mcp_types.ErrorData(
+            code=mcp_types.INTERNAL_ERROR, message=f"{INVALID_RESPONSE} from the server: {reason}"
+        ),
+    )
+    return SessionMessage(error)
+
+
+def _response_problem(obj: dict[str, Any], exc: Exception) -> str:
+    """What is wrong with a response, read from the error or result branch of the union."""
+    if not isinstance(exc, ValidationError) or not exc.errors():
+        return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    branch = "JSONRPCError" if "error" in obj else "JSONRPCResponse"
+    problems = [e for e in exc.errors() if tuple(e.get("loc", ()))[:1] == (branch,)]
+    first = problems[0] if problems else exc.errors()[0]
+    loc = tuple(first.get("loc", ()))
+    where = ".".join(str(part) for part in (loc[1:] if problems else loc))
+    return f"{where}: {first.get('msg', '')}" if where else str(first.get("msg", ""))
 
 
 class SupervisedStdioTransport(ClientTransport):
@@ -94,6 +127,7 @@ class SupervisedStdioTransport(ClientTransport):
                 item = parse_message(obj)
                 if isinstance(item, Exception):
                     self.process.log_line(_describe_invalid(obj, item), match=False)
+                    item = invalid_response_error(obj, item) or item
                 await to_session.send(item)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             return  # the session is gone

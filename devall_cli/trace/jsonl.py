@@ -7,7 +7,9 @@ from pathlib import Path
 from typing import IO, Any
 
 from devall_cli.engine.events import Event, event_to_dict
+from devall_cli.errors import RunFailedError
 from devall_cli.trace.redact import Redactor
+from devall_cli.trace.run_files import open_run_file
 
 
 def _json_default(value: Any) -> Any:
@@ -23,9 +25,13 @@ class JsonlSink:
     def __init__(self, path: Path, redactor: Redactor) -> None:
         self.path = Path(path)
         self.redactor = redactor
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        # Line-buffered so that a crash or Ctrl-C leaves every event written so far on disk.
-        self._file: IO[str] | None = self.path.open("w", encoding="utf-8", buffering=1)
+        try:
+            # Line-buffered, so a crash or Ctrl-C leaves every event written so far on disk;
+            # a symlink in the file's place is replaced, never followed.
+            self._file: IO[str] | None = open_run_file(self.path)
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            raise RunFailedError(f"cannot write the event log {self.path}: {reason}") from exc
 
     def __call__(self, event: Event) -> None:
         """Append one event."""

@@ -190,6 +190,34 @@ async def sleep_and_tag(seconds: float, tag: str) -> str:
     return tag
 
 
+class Tracker:
+    """How many `track` calls run at once in this process, and the most there ever were."""
+
+    active = 0
+    peak = 0
+
+
+@mcp.tool
+async def track(seconds: float, tag: str) -> str:
+    """Sleep while counted as running; return `<tag> peak=<most concurrent calls so far>`."""
+    Tracker.active += 1
+    Tracker.peak = max(Tracker.peak, Tracker.active)
+    try:
+        await asyncio.sleep(seconds)
+    finally:
+        Tracker.active -= 1
+    return f"{tag} peak={Tracker.peak}"
+
+
+@mcp.tool
+def peak(reset: bool = False) -> int:
+    """The most `track` calls that ran at once so far; `reset` starts counting anew."""
+    seen = Tracker.peak
+    if reset:
+        Tracker.peak = Tracker.active
+    return seen
+
+
 @mcp.tool
 def env(name: str) -> str | None:
     """The value of an environment variable of the server process."""
@@ -207,7 +235,9 @@ def other_source_tool() -> str:
 
 def bind_socket(host: str, port: int) -> socket.socket:
     """A listening socket; port 0 picks a free one."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # IPPROTO_TCP, not 0: asyncio turns Nagle's algorithm off only for sockets that say TCP, and
+    # without that every response (headers, then body) waits ~40 ms for a delayed ACK.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     sock.listen(128)

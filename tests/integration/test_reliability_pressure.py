@@ -1,0 +1,112 @@
+"""Parallel pressure through the ToolManager: 20 concurrent calls per server, results matched.
+
+The fixture server's `track(seconds, tag)` counts how many of its calls run at once in the
+server process and answers `<tag> peak=<most at once so far>`, so the test sees both whether
+each result came back to its own call and how many calls the server really had in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from devall_cli.config.loader import load_workflow
+from devall_cli.tools.base import TextBlock, ToolResult
+from devall_cli.tools.manager import ToolManager
+from devall_cli.tools.mcp_remote import REMOTE_MAX_CONCURRENCY
+from tests.servers.serve import FIXTURE_SERVER, ServerProcess, live_children
+
+CALLS = 20
+LOCAL_LIMIT = 4
+SLEEP = 0.25
+_PEAK = re.compile(r"^(?P<tag>\S+) peak=(?P<peak>\d+)$")
+
+
+@pytest.fixture
+def remote() -> Iterator[ServerProcess]:
+    with ServerProcess(FIXTURE_SERVER) as server:
+        yield server
+
+
+def workflow_file(tmp_path: Path, url: str) -> Path:
+    text = f"""
+    graph:
+      id: pressure
+      start: [a]
+      nodes:
+        - id: a
+          type: agent
+          config:
+            provider: scripted
+            name: s
+            script: [{{content: done}}]
+            tooling:
+              - type: mcp_local
+                prefix: loc
+                config:
+                  command: "{sys.executable}"
+                  args: ["{FIXTURE_SERVER}"]
+                  wait_for_log: fixture server ready
+                  max_concurrency: {LOCAL_LIMIT}
+              - type: mcp_remote
+                prefix: web
+                config: {{server: "{url}"}}
+    """
+    path = tmp_path / "wf.yaml"
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def text_of(result: ToolResult) -> str:
+    return "\n".join(b.text for b in result.blocks if isinstance(b, TextBlock))
+
+
+def tag_and_peak(result: ToolResult) -> tuple[str, int]:
+    match = _PEAK.match(text_of(result))
+    assert match is not None and not result.is_error, text_of(result)
+    return match.group("tag"), int(match.group("peak"))
+
+
+async def test_twenty_concurrent_calls_per_server_are_matched_and_bounded(
+    tmp_path: Path, remote: ServerProcess
+) -> None:
+    before = set(live_children())
+    workflow = load_workflow(workflow_file(tmp_path, remote.url))
+    async with ToolManager(workflow) as manager:
+        await manager.start()
+        names = [spec.name for spec in await manager.specs_for("a")]
+        assert {"loc_track", "web_track", "loc_peak", "web_peak"} <= set(names)
+        tags = [f"{side}{n}" for n in range(CALLS) for side in ("L", "R")]
+        started = time.monotonic()
+        results = await asyncio.gather(
+            *(
+                manager.call(
+                    "a",
+                    "loc_track" if tag[0] == "L" else "web_track",
+                    {"seconds": SLEEP, "tag": tag},
+                )
+                for tag in tags
+            )
+        )
+        elapsed = time.monotonic() - started
+        seen = [tag_and_peak(result) for result in results]
+        assert [tag for tag, _ in seen] == tags  # every result belongs to its own call
+        local_peaks = [peak for tag, peak in seen if tag[0] == "L"]
+        remote_peaks = [peak for tag, peak in seen if tag[0] == "R"]
+        # Never more than max_concurrency on the local server, and the limit was really used.
+        assert max(local_peaks) == LOCAL_LIMIT
+        assert text_of(await manager.call("a", "loc_peak", {})) == str(LOCAL_LIMIT)
+        # The remote session carries many calls at once (devall's own cap for remote servers).
+        assert LOCAL_LIMIT < max(remote_peaks) <= REMOTE_MAX_CONCURRENCY
+        # 20 local calls, 4 at a time: five rounds of SLEEP, not twenty.
+        assert CALLS / LOCAL_LIMIT * SLEEP <= elapsed < CALLS * SLEEP / 2
+        spawned = set(live_children()) - before
+        assert len(spawned) == 1  # one local process served all twenty calls
+    assert set(live_children()) - before == set()
