@@ -44,6 +44,7 @@ def main_callback(
     """
     STATE.debug = debug
     STATE.no_color = no_color
+    STATE.mask = None
 
 
 # Commands register themselves on import (one module per command).

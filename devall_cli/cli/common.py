@@ -30,6 +30,8 @@ class GlobalState:
 
     debug: bool = False
     no_color: bool = False
+    # Masks the loaded workflow's secrets in every error line (set by `load`).
+    mask: Callable[[str], str] | None = None
 
 
 STATE = GlobalState()
@@ -100,9 +102,10 @@ def report_error(error: DevallError, console: Console | None = None) -> None:
                 if issue.col:
                     console.print("  " + " " * (issue.col - 1) + "^", markup=False)
         return
-    console.print(f"devall: error: {error.message}", markup=False)
+    mask = STATE.mask or (lambda text: text)
+    console.print(f"devall: error: {mask(error.message)}", markup=False)
     for line in error.details:
-        console.print(f"  {line}", markup=False)
+        console.print(f"  {mask(line)}", markup=False)
 
 
 def error_boundary(func: Callable[P, R]) -> Callable[P, R]:
@@ -139,8 +142,10 @@ def error_boundary(func: Callable[P, R]) -> Callable[P, R]:
 def load(workflow: Path, var: list[str] | None, env_file: Path | None) -> Any:
     """Load and validate a workflow for a command (warnings go to stderr)."""
     from devall_cli.config.loader import load_workflow
+    from devall_cli.trace.redact import Redactor
 
     loaded = load_workflow(workflow, cli_vars=parse_vars(var), env_file=env_file)
+    STATE.mask = Redactor.for_workflow(loaded).text
     console = stderr_console()
     for issue in loaded.warnings:
         console.print(f"devall: warning: {issue.headline()}", markup=False)

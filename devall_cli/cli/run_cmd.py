@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -20,7 +21,7 @@ from devall_cli.cli.common import (
     run_async,
     stderr_console,
 )
-from devall_cli.errors import UsageError
+from devall_cli.errors import RunFailedError, UsageError
 
 
 def read_task(task: str | None, task_file: str | None) -> str:
@@ -85,7 +86,7 @@ def run_command(
     run_dir = out if out is not None else Path("logs") / run_id
     run_dir.mkdir(parents=True, exist_ok=True)
     redactor = Redactor.for_workflow(loaded)
-    bus = EventBus()
+    bus = EventBus(on_sink_error=lambda sink, exc: _warn_sink(sink, exc, redactor.text))
     signals = SignalState()
     console = ConsoleSink(
         stderr_console(), redactor, "quiet" if quiet else "verbose" if verbose else "normal"
@@ -120,3 +121,12 @@ def run_command(
         output = redactor.text(result.output)
         sys.stdout.write(output + ("" if output.endswith("\n") else "\n"))
         sys.stdout.flush()
+    lost = [e for e in bus.sink_errors if e.startswith(("ResultSink", "JsonlSink"))]
+    if lost:
+        raise RunFailedError(redactor.text(f"the run's records are incomplete: {lost[0]}"))
+
+
+def _warn_sink(sink: object, exc: BaseException, mask: Callable[[str], str]) -> None:
+    """A sink failed (once): say so, but let the run go on."""
+    name = type(sink).__name__
+    stderr_console().print(f"devall: warning: {mask(f'{name} failed: {exc}')}", markup=False)

@@ -314,3 +314,18 @@ def test_chatdev_remote_demo_runs_against_an_openai_compatible_endpoint(
     assert 1 <= int(drawn) <= 100
     critic = llm.requests[2].body["messages"]
     assert {"role": "user", "content": "Forty-two lines of verse"} in critic
+
+
+def test_a_result_file_that_cannot_be_written_fails_the_run(tmp_path: Path) -> None:
+    nodes = """
+    - id: a
+      type: literal
+      config: {content: "the answer"}
+    """
+    wf = write(tmp_path, nodes, "[a]")
+    (Path("run") / "result.json").mkdir(parents=True)  # in the way of the atomic rename
+    code, out, err = invoke("run", str(wf), "--out", "run")
+    assert out == "the answer\n"  # the answer is not lost
+    assert code == 1
+    assert "devall: warning: ResultSink failed" in err
+    assert "records are incomplete" in err and "Traceback" not in err
