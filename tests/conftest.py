@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
+import os
+import signal
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -43,6 +46,20 @@ def _loopback_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """Refuse any connection that is not to 127.0.0.0/8 or ::1."""
     monkeypatch.setattr(socket.socket, "connect", _guarded_connect)
     monkeypatch.setattr(socket.socket, "connect_ex", _guarded_connect_ex)
+
+
+@pytest.fixture(autouse=True)
+def _no_child_left() -> Iterator[None]:
+    """Every server process devall starts in a test is gone by the end of that test."""
+    from devall_cli.tools.process_groups import live_child_pids
+
+    before = set(live_child_pids())
+    yield
+    leaked = set(live_child_pids()) - before
+    for pid in leaked:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
+    assert not leaked, f"server processes left running: {leaked}"
 
 
 @pytest.fixture(autouse=True)

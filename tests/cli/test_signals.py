@@ -13,18 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.servers.serve import SERVERS_DIR
+from tests.servers.serve import SERVERS_DIR, pid_gone
 
 SPAWNER = SERVERS_DIR / "spawner_server.py"
 DEVALL = Path(sys.executable).parent / "devall"
 
 
 def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
+    return not pid_gone(pid)
 
 
 def wait_for(predicate: object, timeout: float) -> bool:

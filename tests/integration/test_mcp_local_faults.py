@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,33 +15,9 @@ from devall_cli.config.model import McpLocalConfig
 from devall_cli.errors import ExitCode, ServerDiedError, ServerStartError
 from devall_cli.tools.base import TextBlock, ToolResult
 from devall_cli.tools.mcp_local import LocalSource
-from devall_cli.tools.process_groups import live_child_pids
+from tests.servers.serve import pid_gone
 
 SERVERS = Path(__file__).resolve().parents[1] / "servers"
-
-
-def pid_gone(pid: int) -> bool:
-    """True when no process `pid` runs (a zombie waiting for init counts as gone)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return True
-    return state == "Z"
-
-
-@pytest.fixture(autouse=True)
-def _no_child_left() -> Iterator[None]:
-    """Every server a test starts is torn down by the end of the test."""
-    before = set(live_child_pids())
-    yield
-    leaked = set(live_child_pids()) - before
-    for pid in leaked:
-        os.killpg(pid, 9)
-    assert not leaked, f"server processes left running: {leaked}"
 
 
 def server(script: str, *args: str, **settings: Any) -> McpLocalConfig:

@@ -12,7 +12,7 @@ import pytest
 from devall_cli.config.loader import load_workflow
 from devall_cli.errors import ConfigError
 from devall_cli.tools.manager import ToolManager, safe_tool_name
-from tests.servers.serve import FIXTURE_SERVER, ServerProcess, live_children
+from tests.servers.serve import FIXTURE_SERVER, ServerProcess, live_children, pid_gone
 
 FUNCTIONS = '''
 def shout(text: str) -> str:
@@ -164,12 +164,4 @@ async def test_local_processes_are_gone_after_close(tmp_path: Path, remote: Serv
         await manager.start()
         started = set(live_children()) - before
         assert started, "the local server should be running"
-    for pid in started:
-        assert not Path(f"/proc/{pid}").exists() or _zombie(pid)
-
-
-def _zombie(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
-    except OSError:
-        return True
+    assert all(pid_gone(pid) for pid in started)

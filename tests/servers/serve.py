@@ -69,6 +69,19 @@ def wait_no_children(timeout: float = 5.0) -> list[int]:
     return children
 
 
+def pid_gone(pid: int) -> bool:
+    """True when no process `pid` runs (a zombie waiting for init counts as gone)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state == "Z"
+
+
 def group_alive(pgid: int) -> bool:
     """Whether any process of the group still exists."""
     try:

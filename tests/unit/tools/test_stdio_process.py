@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import stat
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,33 +16,10 @@ from devall_cli.tools import stdio_process
 from devall_cli.tools.process_groups import kill_all_children, live_child_pids
 from devall_cli.tools.stdio_lines import iter_lines, split_message
 from devall_cli.tools.stdio_process import StdioProcess, build_child_env
+from tests.servers.serve import pid_gone
 
 SERVERS = Path(__file__).resolve().parents[2] / "servers"
 PY = sys.executable
-
-
-def pid_gone(pid: int) -> bool:
-    """True when no process `pid` runs (a zombie waiting for init counts as gone)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return True
-    return state == "Z"
-
-
-@pytest.fixture(autouse=True)
-def _no_child_left() -> Iterator[None]:
-    """Every child a test starts is torn down by the end of the test."""
-    before = set(live_child_pids())
-    yield
-    leaked = set(live_child_pids()) - before
-    for pid in leaked:
-        os.killpg(pid, 9)
-    assert not leaked, f"children left running: {leaked}"
 
 
 def script(code: str) -> list[str]:
