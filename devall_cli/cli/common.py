@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import json
@@ -177,6 +176,8 @@ def run_async(coro: Coroutine[Any, Any, R], signals: SignalState | None = None) 
     Ctrl-C is handled by asyncio itself (the main task is cancelled); SIGTERM is made to do the
     same. Either way an InterruptedRunError comes out, with exit code 130 or 143.
     """
+    import asyncio  # here, not at the top: --help and validate start ~20 ms faster without it
+
     state = signals or SignalState()
 
     async def main() -> R:

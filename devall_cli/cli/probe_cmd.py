@@ -5,10 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any
-from xml.etree import ElementTree
 
 import typer
-from rich.table import Table
 
 from devall_cli.cli.app import app
 from devall_cli.cli.common import (
@@ -116,6 +114,8 @@ def _row(report: Any) -> dict[str, Any]:
 
 
 def _print_table(rows: list[dict[str, Any]]) -> None:
+    from rich.table import Table  # imported when used: every command's start-up pays for it
+
     table = Table(
         "server", "kind", "target", "status", "protocol", "name", "tools", "connect", "list"
     )
@@ -145,6 +145,8 @@ def _ms(value: float | None) -> str:
 
 
 def _write_junit(path: Path, rows: list[dict[str, Any]]) -> None:
+    from xml.etree import ElementTree
+
     failures = sum(1 for r in rows if not r["ok"])
     suite = ElementTree.Element(
         "testsuite", name="devall probe", tests=str(len(rows)), failures=str(failures)

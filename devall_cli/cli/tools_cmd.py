@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
 from devall_cli.cli.app import app
 from devall_cli.cli.common import (
@@ -58,6 +57,8 @@ def list_command(
 
     Starts the workflow's MCP servers (local ones as subprocesses) to ask them for their tools.
     """
+    from rich.table import Table
+
     from devall_cli.tools.catalog import list_workflow_tools
     from devall_cli.tools.manager import ToolManager
     from devall_cli.trace.redact import Redactor

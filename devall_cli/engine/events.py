@@ -260,8 +260,13 @@ def _sink_name(sink: EventSink) -> str:
     return getattr(sink, "__qualname__", None) or type(sink).__name__
 
 
+_SCALARS = (str, int, float, bool, type(None))
+
+
 def _plain(value: Any) -> Any:
     """JSON-friendly copy: mappings → dicts, sequences → lists."""
+    if type(value) in _SCALARS:  # most values; skips the slower ABC checks below
+        return value
     if isinstance(value, Mapping):
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -269,11 +274,21 @@ def _plain(value: Any) -> Any:
     return value
 
 
+_PAYLOAD_FIELDS: dict[type[Event], tuple[str, ...]] = {}
+
+
+def _payload_fields(kind: type[Event]) -> tuple[str, ...]:
+    """The fields of an event class other than `ts` and `run_id` (computed once per class)."""
+    names = _PAYLOAD_FIELDS.get(kind)
+    if names is None:
+        names = tuple(f.name for f in dataclasses.fields(kind) if f.name not in ("ts", "run_id"))
+        _PAYLOAD_FIELDS[kind] = names
+    return names
+
+
 def event_to_dict(event: Event) -> dict[str, Any]:
     """`{"kind", "ts", "run_id", ...fields}` with plain JSON-able values."""
     data: dict[str, Any] = {"kind": event.kind, "ts": event.ts, "run_id": event.run_id}
-    for f in dataclasses.fields(event):
-        if f.name in ("ts", "run_id"):
-            continue
-        data[f.name] = _plain(getattr(event, f.name))
+    for name in _payload_fields(type(event)):
+        data[name] = _plain(getattr(event, name))
     return data

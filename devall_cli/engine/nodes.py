@@ -159,6 +159,8 @@ async def _run_calls(
     node_id: str, calls: Sequence[ToolCall], by_name: Mapping[str, ToolSpec], ctx: NodeContext
 ) -> list[ToolResult]:
     """Execute the calls of one turn concurrently; results in the order of the calls."""
+    if len(calls) == 1:  # the common case: no task to spawn, no other call to stop on failure
+        return [await _run_call(node_id, calls[0], by_name, ctx)]
     tasks = [asyncio.create_task(_run_call(node_id, call, by_name, ctx)) for call in calls]
     try:
         await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
@@ -210,7 +212,8 @@ class _CallTrace:
         )
 
     def _fields(self) -> dict[str, Any]:
-        return asdict(self)
+        # Not dataclasses.asdict: it deep-copies every value, twice per tool call.
+        return dict(vars(self))
 
 
 async def _run_call(

@@ -7,6 +7,7 @@ they are; and credentials inside URLs (`user:pass@`, `?token=…`) are masked in
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -19,6 +20,7 @@ from devall_cli.config.model import (
 )
 
 MASK = "***"
+_PLAIN_SCALARS = (int, float, bool, type(None))
 
 # Whole key names (case-insensitive) whose values are credentials. Anchored so that counters
 # like `prompt_tokens` or `max_tokens` stay visible.
@@ -39,8 +41,10 @@ _URL_QUERY = re.compile(
 _AUTH_SCHEME = re.compile(r"^(?:Bearer|Basic|Token|Bot)\s+(?P<credential>\S+)$", re.IGNORECASE)
 
 
+@functools.lru_cache(maxsize=4096)
 def secret_key(name: str) -> bool:
     """Whether a mapping key names a credential."""
+    # Cached: every event written to the log asks this for the same few dozen keys.
     return bool(_SECRET_KEY.match(name.strip()))
 
 
@@ -78,6 +82,8 @@ class Redactor:
         """A copy of `obj` (dicts, lists, tuples, strings) with secrets masked."""
         if isinstance(obj, str):
             return self.text(obj)
+        if type(obj) in _PLAIN_SCALARS:  # nothing to mask; skips the slower ABC checks
+            return obj
         if isinstance(obj, Mapping):
             return {key: self._item(key, item) for key, item in obj.items()}
         if isinstance(obj, list | tuple):
