@@ -1,0 +1,155 @@
+"""Workflows and servers the scenarios run on: the test suite's fixture server, stdio or HTTP."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import sys
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from benchmarks.core import REPO_ROOT
+from devall_cli.config.loader import load_workflow
+from devall_cli.config.model import AgentConfig, ScriptedToolCall, ScriptedTurn, Workflow
+from tests.servers.serve import FIXTURE_SERVER, ServerProcess
+
+LIGHT_SERVER = REPO_ROOT / "benchmarks" / "light_server.py"
+READY_LINE = "fixture server ready"
+QUIET = {"FASTMCP_SHOW_SERVER_BANNER": "false", "FASTMCP_CHECK_FOR_UPDATES": "off"}
+
+
+def q(value: object) -> str:
+    """A YAML scalar (JSON is valid YAML flow syntax)."""
+    return json.dumps(str(value))
+
+
+def local_tooling(
+    *,
+    script: Path = FIXTURE_SERVER,
+    ready: str | None = READY_LINE,
+    prefix: str | None = None,
+    env: dict[str, str] | None = None,
+    max_concurrency: int = 1,
+) -> str:
+    """A `tooling` entry (YAML flow mapping) for an mcp_local server run by this interpreter."""
+    parts = [
+        f"command: {q(sys.executable)}",
+        f"args: [{q(script)}]",
+        "startup_timeout: 60",
+        f"max_concurrency: {max_concurrency}",
+    ]
+    if ready:
+        parts.append(f"wait_for_log: {q(ready)}")
+    if env:
+        parts.append("env: {" + ", ".join(f"{k}: {q(v)}" for k, v in env.items()) + "}")
+    head = f"type: mcp_local, prefix: {prefix}, " if prefix else "type: mcp_local, "
+    return "{" + head + "config: {" + ", ".join(parts) + "}}"
+
+
+def remote_tooling(url: str, *, prefix: str | None = None) -> str:
+    """A `tooling` entry (YAML flow mapping) for an mcp_remote server."""
+    head = f"type: mcp_remote, prefix: {prefix}, " if prefix else "type: mcp_remote, "
+    return "{" + head + f"config: {{server: {q(url)}, timeout: 30}}}}"
+
+
+def agent_node(node_id: str, tooling: Sequence[str], script: str = "[{content: done}]") -> str:
+    """One scripted agent node (YAML block), indented for `graph.nodes`."""
+    lines = [
+        f"    - id: {node_id}",
+        "      type: agent",
+        "      config:",
+        "        provider: scripted",
+        f"        name: bench-{node_id}",
+        "        params: {tool_loop_limit: 100000}",
+        f"        script: {script}",
+    ]
+    if tooling:
+        lines.append("        tooling:")
+        lines += [f"          - {entry}" for entry in tooling]
+    return "\n".join(lines)
+
+
+def write_workflow(directory: Path, name: str, nodes: Sequence[str], start: Sequence[str]) -> Path:
+    """Write a workflow of these node blocks; returns its path."""
+    text = "\n".join(
+        [
+            "version: 0.4.0",
+            "graph:",
+            f"  id: {name}",
+            f"  start: [{', '.join(start)}]",
+            "  nodes:",
+            *nodes,
+            "",
+        ]
+    )
+    path = directory / f"{name}.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def single_node_workflow(directory: Path, name: str, tooling: Sequence[str]) -> Workflow:
+    """A loaded workflow whose only node `a` uses `tooling`."""
+    path = write_workflow(directory, name, [agent_node("a", tooling)], ["a"])
+    return load_workflow(path)
+
+
+def with_script(workflow: Workflow, node_id: str, calls: int, tool: str = "echo") -> Workflow:
+    """The workflow with node `node_id` scripted to make `calls` sequential tool calls, then answer.
+
+    Built in Python rather than YAML: the loader caps a document at 50,000 values, and loading
+    thousands of turns would measure the loader, not the run loop.
+    """
+    turns = [
+        ScriptedTurn(tool_calls=(ScriptedToolCall(tool, {"text": f"ping {i}"}),))
+        for i in range(calls)
+    ]
+    turns.append(ScriptedTurn(content="done: {tool_result}"))
+    nodes = []
+    for node in workflow.graph.nodes:
+        if node.id == node_id and isinstance(node.config, AgentConfig):
+            config = dataclasses.replace(
+                node.config, script=tuple(turns), tool_loop_limit=calls + 10
+            )
+            node = dataclasses.replace(node, config=config)
+        nodes.append(node)
+    graph = dataclasses.replace(workflow.graph, nodes=tuple(nodes))
+    return dataclasses.replace(workflow, graph=graph)
+
+
+@contextlib.contextmanager
+def http_server(script: Path = FIXTURE_SERVER) -> Iterator[str]:
+    """A server script over streamable HTTP on a free loopback port; yields the URL."""
+    server = ServerProcess(script, "http", env=QUIET)
+    server.start()
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
+@contextlib.contextmanager
+def scratch_dir(prefix: str) -> Iterator[Path]:
+    """A temporary directory for workflows and run directories, removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix=f"devall-bench-{prefix}-") as name:
+        yield Path(name)
+
+
+def raw_stdio_client(log_dir: Path, script: Path = FIXTURE_SERVER) -> Any:
+    """A plain fastmcp Client spawning the fixture server over stdio (stderr to a log file)."""
+    from fastmcp import Client
+    from fastmcp.client.transports import StdioTransport
+
+    transport = StdioTransport(
+        sys.executable, [str(script)], env=dict(QUIET), log_file=log_dir / "raw-server.log"
+    )
+    return Client(transport, timeout=30, init_timeout=60)
+
+
+def raw_http_client(url: str) -> Any:
+    """A plain fastmcp Client on a streamable HTTP URL."""
+    from fastmcp import Client
+
+    return Client(url, timeout=30, init_timeout=30)

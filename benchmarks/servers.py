@@ -1,0 +1,120 @@
+"""Scenario 6: `devall tools list` and `devall probe` with 1 and with 8 local servers.
+
+Every server is a distinct mcp_local config (its own process), all started concurrently. Each
+command is a fresh `devall` process, runs alternate between the 1- and the 8-server workflow.
+
+Starting a fastmcp fixture server costs about a second of CPU (imports), so 8 of them need at
+least 8 x that / cores of wall time, whatever devall does: the rows report that floor, measured
+from the CPU time of the runs (devall and its reaped servers, via wait4). The same commands on
+a standard-library server that starts in milliseconds show devall's own concurrency.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from benchmarks.core import (
+    ProcessTiming,
+    Row,
+    Settings,
+    alternate_sync,
+    bench_env,
+    median,
+    rounded,
+    time_process,
+    venv_command,
+    verdict,
+)
+from benchmarks.fixtures import LIGHT_SERVER, agent_node, local_tooling, scratch_dir, write_workflow
+from tests.servers.serve import FIXTURE_SERVER
+
+MANY = 8
+MANY_TARGET = 1.6
+
+
+def servers_workflow(directory: Path, count: int, script: Path, ready: str) -> Path:
+    """One agent node with `count` distinct local servers running `script`."""
+    tooling = [
+        local_tooling(script=script, ready=ready, prefix=f"s{i}", env={"BENCH_SERVER": str(i)})
+        for i in range(count)
+    ]
+    name = f"{script.stem}-{count}"
+    return write_workflow(directory, name.replace("_", "-"), [agent_node("a", tooling)], ["a"])
+
+
+def _timer(argv: list[str], cpu: list[float]) -> Callable[[], float]:
+    env = bench_env()
+
+    def run() -> float:
+        timing: ProcessTiming = time_process(argv, env=env)
+        if timing.returncode != 0:
+            raise RuntimeError(f"{' '.join(argv)} exited with {timing.returncode}")
+        cpu.append(timing.cpu_s)
+        return timing.wall_s
+
+    return run
+
+
+def _compare(
+    command: list[str], one: Path, many: Path, rounds: int
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    cpu: dict[str, list[float]] = {"1": [], str(MANY): []}
+    timers = {
+        "1": _timer([*command, str(one)], cpu["1"]),
+        str(MANY): _timer([*command, str(many)], cpu[str(MANY)]),
+    }
+    timers["1"]()  # warm-up
+    cpu["1"].clear()
+    return alternate_sync(timers, rounds), cpu
+
+
+def many_servers(settings: Settings) -> list[Row]:
+    """Scenario 6: rows 6a (tools list), 6b (probe), 6c/6d (the same with light servers)."""
+    devall = venv_command("devall")
+    rounds = settings.pick(3, 1)
+    cores = os.cpu_count() or 1
+    rows: list[Row] = []
+    with scratch_dir("servers") as tmp:
+        cases = [
+            ("6a", "tools list", ["tools", "list"], FIXTURE_SERVER, "fixture server ready"),
+            ("6b", "probe", ["probe"], FIXTURE_SERVER, "fixture server ready"),
+            (
+                "6c",
+                "tools list, light server",
+                ["tools", "list"],
+                LIGHT_SERVER,
+                "light server ready",
+            ),
+            ("6d", "probe, light server", ["probe"], LIGHT_SERVER, "light server ready"),
+        ]
+        for row_id, title, sub, script, ready in cases:
+            one = servers_workflow(tmp, 1, script, ready)
+            many = servers_workflow(tmp, MANY, script, ready)
+            samples, cpu = _compare([devall, *sub], one, many, rounds)
+            t1, t8 = median(samples["1"]), median(samples[str(MANY)])
+            floor = max(t1, median(cpu[str(MANY)]) / cores)
+            ratio = t8 / t1
+            rows.append(
+                Row(
+                    id=row_id,
+                    title=f"{MANY} servers vs 1: {title}",
+                    devall=t8 * 1000,
+                    comparison=t1 * 1000,
+                    unit="ms",
+                    ratio=ratio,
+                    target=f"<= {MANY_TARGET:.1f}x",
+                    status=verdict(ratio <= MANY_TARGET),
+                    compared_with="1 server",
+                    note=(
+                        f"CPU time of the run (devall and its servers): 1 server "
+                        f"{median(cpu['1']):.2f} s, {MANY} servers {median(cpu[str(MANY)]):.2f} s; "
+                        f"on {cores} cores the {MANY}-server run needs >= {floor:.2f} s "
+                        f"= {floor / t1:.2f}x"
+                    ),
+                    samples={k: rounded(v) for k, v in samples.items()}
+                    | {f"cpu_{k}": rounded(v) for k, v in cpu.items()},
+                )
+            )
+    return rows

@@ -1,0 +1,36 @@
+"""The benchmark harness still runs: its cheapest scenario (startup) in smoke mode, end to end.
+
+Only the shape of the report is checked, never a timing: figures depend on the machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import REPO_ROOT
+
+
+def test_quick_startup_scenario_reports_its_rows(tmp_path: Path) -> None:
+    report = tmp_path / "bench.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--quick", "--only", "5", "--json", str(report)],
+        cwd=REPO_ROOT,
+        env=dict(os.environ, NO_COLOR="1"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    document = json.loads(report.read_text())
+    rows = {row["id"]: row for row in document["rows"]}
+    assert {"5a", "5b", "5c"} <= set(rows)
+    for row_id in ("5a", "5b"):
+        assert rows[row_id]["status"] in ("PASS", "MISS")
+        assert rows[row_id]["devall"] > 0 and rows[row_id]["comparison"] > 0
+    assert rows["5c"]["status"] in ("PASS", "MISS")
+    assert document["failed"] == []
+    assert "devall --help" in done.stdout and "ratio" in done.stdout
