@@ -79,20 +79,21 @@ AsyncBatch = Callable[[], Awaitable[float]]
 
 
 async def alternate_async(
-    contenders: dict[str, AsyncBatch], rounds: int, *, settle_s: float = 0.0
+    contenders: dict[str, AsyncBatch], rounds: int, *, settle_s: float | None = None
 ) -> dict[str, list[float]]:
     """Run each contender once per round, rotating who goes first; the samples per contender.
 
-    Before each batch the garbage of the previous one is collected (and the servers are given
-    `settle_s` to finish their own clean-up), so no contender pays for another's leftovers.
+    With `settle_s`, the garbage of the previous batch is collected before each batch and the
+    servers are given `settle_s` to finish their own clean-up, so that no contender pays for
+    another's leftovers (for contenders that leave much behind, such as a client per call).
     """
     names = list(contenders)
     samples: dict[str, list[float]] = {name: [] for name in names}
     for number in range(rounds):
         shift = number % len(names)
         for name in names[shift:] + names[:shift]:
-            gc.collect()
-            if settle_s:
+            if settle_s is not None:
+                gc.collect()
                 await asyncio.sleep(settle_s)
             samples[name].append(await contenders[name]())
     return samples

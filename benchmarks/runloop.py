@@ -154,6 +154,7 @@ async def run_loop(settings: Settings) -> list[Row]:
                     "raw": raw_loop,
                 },
                 rounds,
+                settle_s=0.0,
             )
     t0, whole_t0 = median(samples["T0"]), median(whole["T0"])
     raw_ms = median(samples["raw"])
