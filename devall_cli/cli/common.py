@@ -151,14 +151,6 @@ def load(workflow: Path, var: list[str] | None, env_file: Path | None) -> Any:
     return loaded
 
 
-def new_run_id(prefix: str) -> str:
-    """`<prefix>-YYYYmmdd-HHMMSS-xxxx`: sortable and unique enough for log folders."""
-    import secrets
-    import time
-
-    return f"{prefix}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
-
-
 class SignalState:
     """Which termination signal, if any, stopped the command."""
 

@@ -16,7 +16,6 @@ from devall_cli.cli.common import (
     WorkflowArg,
     error_boundary,
     load,
-    new_run_id,
     print_json,
     run_async,
     stderr_console,
@@ -128,6 +127,7 @@ def call_command(
     Binary results are saved under logs/<run-id>/attachments/. Exit 1 if the tool returned an
     error result, 4/5 for connection or protocol failures.
     """
+    from devall_cli.engine.runner import new_run_id
     from devall_cli.tools.catalog import call_workflow_tool, default_run_dir
     from devall_cli.tools.manager import ToolManager
     from devall_cli.tools.normalize import blocks_to_json

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -91,11 +91,14 @@ def validation_document(workflow: Workflow | None, issues: Iterable[ConfigIssue]
 
 def summarize(workflow: Workflow) -> dict[str, Any]:
     """Nodes with their tooling, edge count, start and end; secrets masked."""
+    from devall_cli.trace.redact import Redactor
+
+    mask = Redactor.for_workflow(workflow).text  # the same masking as every other output
     graph = workflow.graph
     return {
         "workflow": workflow.name,
         "nodes": [
-            {"id": node.id, "type": node.type, "tooling": _tooling(node, workflow.secrets)}
+            {"id": node.id, "type": node.type, "tooling": _tooling(node, mask)}
             for node in graph.nodes
         ],
         "edges": len(graph.edges),
@@ -104,8 +107,7 @@ def summarize(workflow: Workflow) -> dict[str, Any]:
     }
 
 
-def _tooling(node: NodeConfig, secrets: Iterable[str]) -> list[dict[str, Any]]:
-    from devall_cli.config.loader import mask_text
+def _tooling(node: NodeConfig, mask: Callable[[str], str]) -> list[dict[str, Any]]:
     from devall_cli.config.model import AgentConfig
 
     if not isinstance(node.config, AgentConfig):
@@ -114,7 +116,7 @@ def _tooling(node: NodeConfig, secrets: Iterable[str]) -> list[dict[str, Any]]:
         {
             "type": entry.type,
             "prefix": entry.prefix,
-            "target": mask_text(entry.config.display_target(), secrets),
+            "target": mask(entry.config.display_target()),
         }
         for entry in node.config.tooling
     ]

@@ -49,9 +49,10 @@ def default_tool_manager(
     return manager
 
 
-def new_run_id(workflow: Workflow, *, now: datetime | None = None) -> str:
-    """`<graph-id>-YYYYmmdd-HHMMSS-<4 hex>`, safe as a directory name."""
-    name = re.sub(r"[^A-Za-z0-9_.-]+", "-", workflow.name).strip("-.") or "run"
+def new_run_id(workflow: Workflow | str, *, now: datetime | None = None) -> str:
+    """`<graph-id or name>-YYYYmmdd-HHMMSS-<4 hex>`, safe as a directory name."""
+    label = workflow if isinstance(workflow, str) else workflow.name
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "-", label).strip("-.") or "run"
     stamp = (now or datetime.now()).strftime("%Y%m%d-%H%M%S")
     return f"{name}-{stamp}-{secrets.token_hex(2)}"
 
