@@ -70,13 +70,12 @@ async def run_once(
 ) -> RunTiming:
     """Run the workflow as `devall run` does, timing it."""
     from devall_cli.trace.jsonl import JsonlSink
-    from devall_cli.trace.redact import Redactor
 
     run_dir.mkdir(parents=True, exist_ok=True)
     bus = EventBus()
     clock = _StartClock()
     bus.subscribe(clock)
-    redactor = Redactor.for_workflow(workflow)
+    redactor = workflow.redactor
     with ExitStack() as stack:
         if sinks in ("jsonl", "all"):
             jsonl = stack.enter_context(JsonlSink(run_dir / "events.jsonl", redactor))

@@ -141,10 +141,9 @@ def error_boundary(func: Callable[P, R]) -> Callable[P, R]:
 def load(workflow: Path, var: list[str] | None, env_file: Path | None) -> Any:
     """Load and validate a workflow for a command (warnings go to stderr)."""
     from devall_cli.config.loader import load_workflow
-    from devall_cli.trace.redact import Redactor
 
     loaded = load_workflow(workflow, cli_vars=parse_vars(var), env_file=env_file)
-    STATE.mask = Redactor.for_workflow(loaded).text
+    STATE.mask = loaded.redactor.text
     console = stderr_console()
     for issue in loaded.warnings:
         console.print(f"devall: warning: {issue.headline()}", markup=False)

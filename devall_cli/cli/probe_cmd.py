@@ -10,6 +10,7 @@ import typer
 
 from devall_cli.cli.app import app
 from devall_cli.cli.common import (
+    STATE,
     EnvFileOption,
     JsonOption,
     VarOption,
@@ -20,6 +21,7 @@ from devall_cli.cli.common import (
     stdout_console,
 )
 from devall_cli.errors import ExitCode, UsageError
+from devall_cli.redaction import Redactor, flag_secrets, is_secret_name, url_credentials
 
 
 @app.command("probe")
@@ -62,25 +64,23 @@ def probe_command(
     Exit 0 only if every server is ok; 1 if any is unhealthy.
     """
     from devall_cli.tools import probe
-    from devall_cli.trace.redact import Redactor
 
     given = [x for x in (workflow, url, command) if x is not None]
     if len(given) != 1:
         raise UsageError("give exactly one of WORKFLOW, --url or --command")
-    secrets: list[str] = []
     if workflow is not None:
         loaded = load(workflow, var, env_file)
         targets = probe.workflow_targets(loaded)
-        redactor = Redactor.for_workflow(loaded)
+        redactor = loaded.redactor
     else:
         headers = _parse_headers(header or [])
-        secrets = list(headers.values())
+        redactor = adhoc_redactor(headers, url, command)
+        STATE.mask = redactor.text
         if url is not None:
             targets = [probe.adhoc_url_target(url, headers, timeout)]
         else:
             assert command is not None
             targets = [probe.adhoc_command_target(command, wait_for_log, timeout)]
-        redactor = Redactor(secrets)
     reports = run_async(probe.probe_servers(targets, timeout=timeout))
     rows = [redactor.value(_row(r)) for r in reports]
     ok = all(r.ok for r in reports)
@@ -92,6 +92,21 @@ def probe_command(
         _print_table(rows)
     if not ok:
         raise typer.Exit(int(ExitCode.FAILED))
+
+
+def adhoc_redactor(headers: dict[str, str], url: str | None, command: str | None) -> Redactor:
+    """The secrets of an ad-hoc probe, by the same rule as a workflow's."""
+    import contextlib
+    import shlex
+
+    secrets = [value for name, value in headers.items() if is_secret_name(name)]
+    if url is not None:
+        secrets += url_credentials(url)
+    if command is not None:
+        # An unbalanced quote is reported when the command is parsed to be run.
+        with contextlib.suppress(ValueError):
+            secrets += flag_secrets(shlex.split(command))
+    return Redactor(secrets)
 
 
 def _parse_headers(values: list[str]) -> dict[str, str]:

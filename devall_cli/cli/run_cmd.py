@@ -75,7 +75,6 @@ def run_command(
     from devall_cli.engine.runner import new_run_id, run_workflow
     from devall_cli.trace.console import ConsoleSink
     from devall_cli.trace.jsonl import JsonlSink
-    from devall_cli.trace.redact import Redactor
     from devall_cli.trace.result import ResultSink
 
     if quiet and verbose:
@@ -85,7 +84,7 @@ def run_command(
     run_id = new_run_id(loaded)
     run_dir = out if out is not None else Path("logs") / run_id
     run_dir.mkdir(parents=True, exist_ok=True)
-    redactor = Redactor.for_workflow(loaded)
+    redactor = loaded.redactor
     bus = EventBus(on_sink_error=lambda sink, exc: _warn_sink(sink, exc, redactor.text))
     signals = SignalState()
     console = ConsoleSink(

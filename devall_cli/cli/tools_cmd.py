@@ -60,10 +60,9 @@ def list_command(
 
     from devall_cli.tools.catalog import list_workflow_tools
     from devall_cli.tools.manager import ToolManager
-    from devall_cli.trace.redact import Redactor
 
     loaded = load(workflow, var, env_file)
-    redactor = Redactor.for_workflow(loaded)
+    redactor = loaded.redactor
 
     async def go() -> list[Any]:
         async with ToolManager(loaded) as manager:
@@ -131,11 +130,10 @@ def call_command(
     from devall_cli.tools.catalog import call_workflow_tool, default_run_dir
     from devall_cli.tools.manager import ToolManager
     from devall_cli.tools.normalize import blocks_to_json
-    from devall_cli.trace.redact import Redactor
 
     arguments = _parse_args(args)
     loaded = load(workflow, var, env_file)
-    redactor = Redactor.for_workflow(loaded)
+    redactor = loaded.redactor
     run_id = new_run_id("tools-call")
     run_dir = default_run_dir(run_id)
 

@@ -91,9 +91,7 @@ def validation_document(workflow: Workflow | None, issues: Iterable[ConfigIssue]
 
 def summarize(workflow: Workflow) -> dict[str, Any]:
     """Nodes with their tooling, edge count, start and end; secrets masked."""
-    from devall_cli.trace.redact import Redactor
-
-    mask = Redactor.for_workflow(workflow).text  # the same masking as every other output
+    mask = workflow.redactor.text  # the same masking as every other output
     graph = workflow.graph
     return {
         "workflow": workflow.name,

@@ -15,17 +15,13 @@ from typing import Any
 from devall_cli.config.dotenv import load_dotenv_files
 from devall_cli.config.graph_checks import parse_graph
 from devall_cli.config.model import Workflow, frozen_mapping
-from devall_cli.config.placeholders import (
-    MIN_SECRET_LENGTH,
-    UNRESOLVED,
-    PlaceholderResolver,
-)
+from devall_cli.config.placeholders import UNRESOLVED, PlaceholderResolver
 from devall_cli.config.schema import Checker, KeySpec, check_keys, describe
-from devall_cli.config.yaml_source import SourceDocument, load_source
+from devall_cli.config.yaml_source import SourceDocument, cut_line, load_source
 from devall_cli.errors import ConfigError, ConfigIssue
+from devall_cli.redaction import MASK, Redactor, masking
 
 _TOP_KEYS = KeySpec(known=frozenset({"version", "vars", "graph"}))
-_MASK = "***"
 
 
 def load_workflow(
@@ -56,7 +52,9 @@ def validate_workflow(
     try:
         doc = load_source(Path(path), display)
     except ConfigError as exc:
-        return None, exc.issues or [ConfigIssue(exc.message, file=display)]
+        # No secret is known before the file parses; credentials in URLs are masked all the same.
+        issues = exc.issues or [ConfigIssue(exc.message, file=display)]
+        return None, [mask_issue(issue, Redactor()) for issue in issues]
     return _build(
         doc,
         Path(path).resolve(),
@@ -86,11 +84,13 @@ def _build(
         key: resolver.resolve_tree(value, (key,)) for key, value in top.items() if key != "vars"
     }
     version = _version(ck, resolved.get("version"))
-    graph = parse_graph(ck, resolved.get("graph"))
-    secrets = _secrets(resolver.secrets | ck.secrets, environ)
+    with masking(Redactor(resolver.secrets)):  # values quoted in messages are masked, then cut
+        graph = parse_graph(ck, resolved.get("graph"))
+    # The agents' default key comes from the environment: masked even though no file names it.
+    redactor = Redactor([*resolver.secrets, *ck.secrets, environ.get("OPENAI_API_KEY", "")])
     placeholder_issues = [doc.issue(p, text, severity=sev) for p, text, sev in resolver.issues]
     issues = [
-        mask_issue(issue, secrets)
+        mask_issue(issue, redactor)
         for issue in _ordered(doc, [*dotenv.issues, *placeholder_issues, *ck.issues])
     ]
     if graph is None or any(issue.severity == "error" for issue in issues):
@@ -101,7 +101,7 @@ def _build(
         path=file_path,
         version=version,
         vars=frozen_mapping(plain_vars),
-        secrets=frozenset(secrets),
+        redactor=redactor,
         warnings=tuple(issues),
     )
     return workflow, issues
@@ -126,15 +126,6 @@ def _version(ck: Checker, value: Any) -> str | None:
     return str(value)
 
 
-def _secrets(found: set[str], environ: Mapping[str, str]) -> set[str]:
-    """Every value to mask; the default OpenAI key is used by agents that set no api_key."""
-    secrets = {value for value in found if len(value) >= MIN_SECRET_LENGTH}
-    default_key = environ.get("OPENAI_API_KEY", "")
-    if len(default_key) >= MIN_SECRET_LENGTH:
-        secrets.add(default_key)
-    return secrets
-
-
 def _ordered(doc: SourceDocument, issues: Iterable[ConfigIssue]) -> list[ConfigIssue]:
     """Issues of other files (.env) first, then the workflow's in reading order."""
     return sorted(issues, key=lambda i: (i.file == doc.file, i.line, i.col))
@@ -148,26 +139,18 @@ def _plain(value: Any) -> Any:
     return str(value) if isinstance(value, str) else value
 
 
-def mask_text(text: str, secrets: Iterable[str]) -> str:
-    """`text` with every secret replaced by `***`."""
-    for secret in sorted(secrets, key=len, reverse=True):
-        if secret and secret in text:
-            text = text.replace(secret, _MASK)
-    return text
+def mask_issue(issue: ConfigIssue, redactor: Redactor) -> ConfigIssue:
+    """The issue with secrets masked in its message and source line (the caret column follows).
 
-
-def mask_issue(issue: ConfigIssue, secrets: Iterable[str]) -> ConfigIssue:
-    """The issue with secrets masked in its message and source line (the caret column follows)."""
-    ordered = sorted((s for s in secrets if s), key=len, reverse=True)
-    if not ordered:
-        return issue
+    The source line is cut to its shown length only after masking: a cut secret would leak its
+    first characters.
+    """
     line, col = issue.source_line, issue.col
-    for secret in ordered:
-        while secret in line:
-            start = line.index(secret)
-            if col and start + len(secret) < col:
-                col -= len(secret) - len(_MASK)
-            elif col and start < col:
-                col = start + 1  # the caret pointed inside the secret: point at the mask
-            line = line[:start] + _MASK + line[start + len(secret) :]
-    return replace(issue, message=mask_text(issue.message, ordered), source_line=line, col=col)
+    for start, end in reversed(redactor.spans(line)):
+        if col and end < col:
+            col -= end - start - len(MASK)
+        elif col and start < col:
+            col = start + 1  # the caret pointed inside the secret: point at the mask
+        line = line[:start] + MASK + line[end:]
+    message = redactor.text(issue.message)
+    return replace(issue, message=message, source_line=cut_line(line, col), col=col)

@@ -13,6 +13,7 @@ from types import MappingProxyType
 from typing import Any
 
 from devall_cli.errors import ConfigIssue
+from devall_cli.redaction import Redactor
 
 
 class _EmptyMapping(Mapping[str, Any]):
@@ -266,7 +267,8 @@ class Workflow:
     path: Path
     version: str | None = None
     vars: Mapping[str, Any] = EMPTY
-    secrets: frozenset[str] = frozenset()  # values to mask in every output
+    # Masks this workflow's secrets in everything devall prints or writes (built by the loader).
+    redactor: Redactor = field(default_factory=Redactor, compare=False)
     warnings: tuple[ConfigIssue, ...] = field(default=())
 
     @property

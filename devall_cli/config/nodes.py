@@ -135,6 +135,7 @@ def parse_agent(ck: Checker, config: dict[str, Any], path: KeyPath) -> AgentConf
     provider = _provider(ck, config, path)
     name = opt_str(ck, config, "name", path, required=provider != "scripted")
     base_url = _base_url(ck, config, path)
+    ck.secret_url(base_url)
     api_key = opt_str(ck, config, "api_key", path)
     ck.secret(api_key)
     role = opt_str(ck, config, "role", path)

@@ -16,10 +16,9 @@ from typing import Any
 from devall_cli.config.expansion import ExpansionBudget
 from devall_cli.config.yaml_source import KeyPath
 from devall_cli.errors import ConfigError
+from devall_cli.redaction import is_secret_name
 
 _NAME = re.compile(r"[A-Za-z0-9_]+")
-SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "AUTH")
-MIN_SECRET_LENGTH = 4  # shorter values would mask half of every output
 _MAX_DEPTH = 50  # nested defaults or chains of vars deeper than this are surely a mistake
 # Collections plus placeholders being resolved inside each other, across every chain of vars
 # and defaults: bounds the resolver's recursion far below Python's limit.
@@ -72,12 +71,6 @@ class PlaceholderRef:
 
 
 Segment = str | PlaceholderRef
-
-
-def is_secret_name(name: str) -> bool:
-    """Whether a placeholder name looks like it holds a secret (KEY, TOKEN, SECRET, …)."""
-    upper = name.upper()
-    return any(word in upper for word in SECRET_WORDS)
 
 
 def value_text(value: Any) -> str:
@@ -365,6 +358,4 @@ class PlaceholderResolver:
             for item in value:
                 self._add_secret(item)
             return
-        text = value_text(value)
-        if len(text) >= MIN_SECRET_LENGTH:
-            self.secrets.add(text)
+        self.secrets.add(value_text(value))  # the Redactor leaves out values too short to mask

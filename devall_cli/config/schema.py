@@ -17,9 +17,10 @@ from types import MappingProxyType
 from typing import Any
 from urllib.parse import urlsplit
 
-from devall_cli.config.placeholders import MIN_SECRET_LENGTH, UNRESOLVED, TextValue
+from devall_cli.config.placeholders import UNRESOLVED, TextValue
 from devall_cli.config.yaml_source import KeyPath, SourceDocument, format_path
 from devall_cli.errors import ConfigIssue
+from devall_cli.redaction import is_secret_name, preview, url_credentials
 
 _TRUE_WORDS = frozenset({"true", "yes", "on"})
 _FALSE_WORDS = frozenset({"false", "no", "off"})
@@ -55,8 +56,13 @@ class Checker:
 
     def secret(self, value: Any) -> None:
         """Remember a value that must be masked in every output."""
-        if isinstance(value, str) and len(value) >= MIN_SECRET_LENGTH:
+        if isinstance(value, str) and value:
             self.secrets.add(str(value))
+
+    def secret_url(self, url: str | None) -> None:
+        """Remember the credentials a URL of the config carries (userinfo, secret query values)."""
+        if url:
+            self.secrets.update(url_credentials(url))
 
     def tally(self, what: str) -> int:
         """Count one more `what`; how many so far, this one included (for per-file limits)."""
@@ -78,8 +84,7 @@ def describe(value: Any) -> str:
     if isinstance(value, (int, float)):
         return f"{value} (number)"
     if isinstance(value, str):
-        shown = value if len(value) <= 40 else value[:37] + "..."
-        return f"{shown!r} (text)"
+        return f"{preview(value, 40)!r} (text)"
     if isinstance(value, list):
         return "a list"
     if isinstance(value, dict):
@@ -314,9 +319,12 @@ def opt_str_map(
     key: str,
     path: KeyPath,
     *,
-    secret: bool = False,
+    secret_names: bool = False,
 ) -> dict[str, str]:
-    """A mapping whose scalar values are coerced to text (`secret`: mask every value)."""
+    """A mapping whose scalar values are coerced to text.
+
+    `secret_names`: the values of entries whose name looks secret are secrets (headers, env).
+    """
     value = mapping.get(key)
     if value is None or value is UNRESOLVED:
         return {}
@@ -332,7 +340,7 @@ def opt_str_map(
             ck.error((*here, name), f"the value of {key}.{name} must be text, got {describe(item)}")
             continue
         result[name] = scalar_text(item)
-        if secret:
+        if secret_names and is_secret_name(str(name)):
             ck.secret(result[name])
     return result
 

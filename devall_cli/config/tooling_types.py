@@ -31,6 +31,7 @@ from devall_cli.config.schema import (
 )
 from devall_cli.config.tooling_registry import ToolingType, register_tooling_type
 from devall_cli.config.yaml_source import KeyPath
+from devall_cli.redaction import flag_secrets
 
 DEFAULT_TOOL_SOURCES = ("mcp_tools",)
 FUNCTIONS_DIR_ENV = "DEVALL_FUNCTIONS_DIR"
@@ -84,12 +85,13 @@ def parse_mcp_remote(ck: Checker, config: dict[str, Any], path: KeyPath) -> McpR
             f"server must be an http:// or https:// URL, got {describe(server)}",
         )
         server = None
-    headers = opt_str_map(ck, config, "headers", path, secret=True)
+    headers = opt_str_map(ck, config, "headers", path, secret_names=True)
     timeout = opt_number(ck, config, "timeout", path, 10.0, positive=True)
     cache_ttl = opt_number(ck, config, "cache_ttl", path, 0.0, minimum=0)
     sources = _tool_sources(ck, config, path)
     if server is None:
         return None
+    ck.secret_url(server)
     return McpRemoteConfig(
         server=server.strip(),
         headers=frozen_mapping(headers),
@@ -104,8 +106,9 @@ def parse_mcp_local(ck: Checker, config: dict[str, Any], path: KeyPath) -> McpLo
     check_keys(ck, config, path, _LOCAL_KEYS)
     command = opt_str(ck, config, "command", path, required=True)
     args = _args(ck, config, path)
+    ck.secrets.update(flag_secrets(args))
     cwd = _cwd(ck, config, path)
-    env = opt_str_map(ck, config, "env", path, secret=True)
+    env = opt_str_map(ck, config, "env", path, secret_names=True)
     settings = McpLocalConfig(
         command=command or "",
         args=args,

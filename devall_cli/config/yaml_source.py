@@ -114,8 +114,15 @@ def escape_controls(text: str) -> str:
 
 
 def shown_line(text: str, col: int) -> str:
-    """A source line as shown under a message: control characters replaced, long lines cut."""
-    text = _CONTROL.sub("\ufffd", text)
+    """A source line to show under a message: control characters replaced.
+
+    Long lines are cut by `cut_line` once secrets are masked, so no secret is cut in half.
+    """
+    return _CONTROL.sub("\ufffd", text)
+
+
+def cut_line(text: str, col: int) -> str:
+    """A long source line cut to about _SHOWN_LINE_CHARS, or '' if the caret would fall off."""
     if len(text) <= _SHOWN_LINE_CHARS:
         return text
     if col <= _SHOWN_LINE_CHARS:

@@ -20,6 +20,7 @@ from ruamel.yaml.nodes import MappingNode, Node, SequenceNode
 from ruamel.yaml.scanner import RoundTripScanner
 
 from devall_cli.config.yaml_source import KeyPath, Position, key_text
+from devall_cli.redaction import preview
 
 MAX_NESTING = 100  # collections inside collections (and `<<` merge chains); workflows use ~10
 MAX_VALUES = 50_000  # values once aliases are expanded; real workflows hold a few thousand
@@ -255,5 +256,4 @@ class PlainBuilder:
 
 
 def _shown(text: Any) -> str:
-    text = str(text)
-    return repr(text if len(text) <= 40 else text[:37] + "...")
+    return repr(preview(str(text), 40))

@@ -19,6 +19,7 @@ from devall_cli.engine.nodes import NodeContext, ToolDispatcher, run_node
 from devall_cli.engine.recorder import RunRecorder, RunResult
 from devall_cli.errors import DevallError, ExitCode, RunFailedError
 from devall_cli.providers.base import Provider
+from devall_cli.redaction import Redactor
 
 __all__ = ["RunResult", "ToolManagerLike", "new_run_id", "run_workflow"]
 
@@ -81,7 +82,7 @@ async def run_workflow(
     try:
         started = time.monotonic()
         bus.emit(RunStartedEvent(run_id=run_id, workflow=workflow.name, task=task))
-        make = _provider_maker(provider_factory, environ)
+        make = _provider_maker(provider_factory, environ, workflow.redactor)
         try:
             outcome = await _run(workflow, task, run_id, run_dir, bus, tool_manager_factory, make)
         except (asyncio.CancelledError, KeyboardInterrupt):
@@ -141,7 +142,7 @@ async def _run(
 
 
 def _provider_maker(
-    factory: ProviderMaker | None, environ: Mapping[str, str] | None
+    factory: ProviderMaker | None, environ: Mapping[str, str] | None, redactor: Redactor
 ) -> Callable[[AgentConfig], Provider]:
     if factory is None:
         from devall_cli.providers import make_provider
@@ -149,7 +150,7 @@ def _provider_maker(
         factory = make_provider
 
     def make(config: AgentConfig) -> Provider:
-        return factory(config, environ=environ)
+        return factory(config, environ=environ, redactor=redactor)
 
     return make
 

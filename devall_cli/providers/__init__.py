@@ -14,6 +14,7 @@ from devall_cli.config.model import AgentConfig
 from devall_cli.errors import ConfigError
 from devall_cli.providers.base import AssistantMessage, Provider, ToolCall, Usage
 from devall_cli.providers.scripted import ScriptedProvider
+from devall_cli.redaction import Redactor
 
 if TYPE_CHECKING:
     import httpx
@@ -26,6 +27,7 @@ def make_provider(
     *,
     environ: Mapping[str, str] | None = None,
     transport: httpx.AsyncBaseTransport | None = None,
+    redactor: Redactor | None = None,
 ) -> Provider:
     """A fresh provider for one node run of an agent with this config."""
     if config.provider == "scripted":
@@ -34,5 +36,5 @@ def make_provider(
         from devall_cli.providers.openai import OpenAIProvider
 
         env = os.environ if environ is None else environ
-        return OpenAIProvider(config, environ=env, transport=transport)
+        return OpenAIProvider(config, environ=env, transport=transport, redactor=redactor)
     raise ConfigError(f"unknown provider {config.provider!r} (expected 'openai' or 'scripted')")

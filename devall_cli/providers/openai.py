@@ -33,6 +33,7 @@ from devall_cli.providers.base import (
     dump_json,
     tool_call_from_json,
 )
+from devall_cli.redaction import Redactor
 from devall_cli.tools.base import ToolSpec
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -63,6 +64,7 @@ class OpenAIProvider:
         *,
         environ: Mapping[str, str] | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
+        redactor: Redactor | None = None,
         backoff_base: float | None = None,
         backoff_cap: float | None = None,
         retry_after_cap: float | None = None,
@@ -71,7 +73,9 @@ class OpenAIProvider:
         base_url = config.base_url or env.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
         self._url = completions_url(base_url)
         self._api_key = config.api_key or env.get("OPENAI_API_KEY") or None
-        self.display_url = safe_url(self._url, self._api_key)
+        # Error excerpts are cut short here, so they are masked here first.
+        self._redactor = (redactor or Redactor()).with_secrets([self._api_key or ""])
+        self.display_url = safe_url(self._url)
         self._model = config.name
         self._params = {k: v for k, v in config.params.items() if k not in PROTECTED_KEYS}
         self._retries = max(0, config.retries)
@@ -129,11 +133,11 @@ class OpenAIProvider:
         return min(asked, self._retry_after_cap)
 
     def _translate(self, exc: Exception, attempts: int) -> DevallError:
-        return translate_httpx_error(exc, self.display_url, secret=self._api_key, attempts=attempts)
+        return translate_httpx_error(exc, self.display_url, attempts=attempts)
 
     def _http_error(self, response: httpx.Response, attempts: int) -> LLMHTTPError:
         status = response.status_code
-        excerpt = response_excerpt(response.content, self._api_key)
+        excerpt = response_excerpt(response.content, self._redactor)
         tries = f" after {attempts} attempts" if attempts > 1 else ""
         message = f"model endpoint {self.display_url} answered HTTP {status}{tries}"
         return LLMHTTPError(f"{message}: {excerpt}" if excerpt else message, status_code=status)
@@ -236,11 +240,14 @@ def _error_text(error: Any) -> str:
 
 
 def translate_httpx_error(
-    exc: Exception, display_url: str, *, secret: str | None = None, attempts: int = 1
+    exc: Exception, display_url: str, *, attempts: int = 1
 ) -> DevallError:
-    """The DevallError for an httpx exception raised while talking to `display_url`."""
+    """The DevallError for an httpx exception raised while talking to `display_url`.
+
+    Secrets in the message are masked where it is printed or written (the run's Redactor).
+    """
     where = f"model endpoint {display_url}"
-    reason = _mask(str(exc), secret) or type(exc).__name__
+    reason = str(exc) or type(exc).__name__
     tail = f" (after {attempts} attempts)" if attempts > 1 else ""
     if isinstance(exc, httpx.TimeoutException):
         return LLMUnreachableError(f"{where} timed out ({type(exc).__name__}){tail}")
@@ -267,7 +274,7 @@ def completions_url(base_url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
 
 
-def safe_url(url: str, secret: str | None = None) -> str:
+def safe_url(url: str) -> str:
     """`url` without userinfo, query or fragment, fit to show in messages and logs."""
     try:
         parts = urlsplit(url)
@@ -278,10 +285,10 @@ def safe_url(url: str, secret: str | None = None) -> str:
     if ":" in host:
         host = f"[{host}]"  # IPv6 literal
     netloc = f"{host}:{port}" if port is not None else host
-    return _mask(urlunsplit((parts.scheme, netloc, parts.path, "", "")), secret)
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
-def response_excerpt(content: bytes, secret: str | None = None) -> str:
+def response_excerpt(content: bytes, redactor: Redactor | None = None) -> str:
     """A short one-line excerpt of an error body: the API's error message, or the text."""
     text = content.decode("utf-8", errors="replace")
     try:
@@ -290,8 +297,8 @@ def response_excerpt(content: bytes, secret: str | None = None) -> str:
         data = None
     if isinstance(data, dict) and data.get("error"):
         text = _error_text(data["error"])
-    text = _mask(re.sub(r"\s+", " ", text).strip(), secret)
-    return text if len(text) <= _EXCERPT_CHARS else text[: _EXCERPT_CHARS - 1] + "…"
+    text = re.sub(r"\s+", " ", text).strip()
+    return (redactor or Redactor()).preview(text, _EXCERPT_CHARS, tail="…")
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -312,7 +319,3 @@ def parse_retry_after(value: str | None) -> float | None:
     if seconds != seconds:  # NaN
         return None
     return max(0.0, seconds)
-
-
-def _mask(text: str, secret: str | None) -> str:
-    return text.replace(secret, "***") if secret else text

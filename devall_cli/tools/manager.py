@@ -24,7 +24,6 @@ from devall_cli.engine.events import (
 from devall_cli.errors import ConfigError, ConfigIssue, DevallError
 from devall_cli.tools.base import RawTool, ServerInfo, TextBlock, ToolResult, ToolSource, ToolSpec
 from devall_cli.tools.plan import SourceContext, SourcePlan, build_source, plan_sources
-from devall_cli.trace.redact import Redactor
 
 DUPLICATE_MESSAGE = (
     "Duplicate tool name '{name}' detected. "
@@ -67,7 +66,7 @@ class ToolManager:
     ) -> None:
         self.workflow = workflow
         self.plan = plan_sources(workflow)
-        self._redact = Redactor.for_workflow(workflow).text
+        self._redact = workflow.redactor.text
         self._run_id = run_id
         self._bus = bus
         if store is None and run_dir is not None:

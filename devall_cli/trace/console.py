@@ -32,7 +32,7 @@ from devall_cli.engine.events import (
     ToolResultEvent,
 )
 from devall_cli.engine.recorder import RunRecorder, RunResult
-from devall_cli.trace.redact import Redactor
+from devall_cli.redaction import Redactor
 from devall_cli.trace.status import WaitState
 
 Verbosity = Literal["quiet", "normal", "verbose"]
@@ -143,6 +143,7 @@ class ConsoleSink:
         self.console.print(self._t(text, style), soft_wrap=True)
 
     def _body(self, text: str) -> str:
+        text = self.redactor.text(text)  # before cutting: a cut secret would leak its start
         return text if self.verbose else shorten(text)
 
     def _start_live(self) -> None:

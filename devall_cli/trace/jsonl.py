@@ -8,7 +8,7 @@ from typing import IO, Any
 
 from devall_cli.engine.events import Event, event_to_dict
 from devall_cli.errors import RunFailedError
-from devall_cli.trace.redact import Redactor
+from devall_cli.redaction import Redactor
 from devall_cli.trace.run_files import open_run_file
 
 

@@ -20,7 +20,7 @@ from devall_cli.engine.recorder import (
     TokenCounts,
     ToolStats,
 )
-from devall_cli.trace.redact import Redactor
+from devall_cli.redaction import Redactor
 
 
 def _tokens(tokens: TokenCounts) -> dict[str, int]:

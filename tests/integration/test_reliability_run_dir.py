@@ -14,9 +14,9 @@ import pytest
 
 from devall_cli.engine.events import RunStartedEvent
 from devall_cli.errors import RunFailedError
+from devall_cli.redaction import Redactor
 from devall_cli.tools.stdio_process import StdioProcess
 from devall_cli.trace.jsonl import JsonlSink
-from devall_cli.trace.redact import Redactor
 from devall_cli.trace.result import write_json_atomic
 from devall_cli.trace.run_files import open_run_file
 

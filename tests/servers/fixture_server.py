@@ -224,6 +224,12 @@ def env(name: str) -> str | None:
     return os.environ.get(name)
 
 
+@mcp.tool
+def request_header(name: str) -> str | None:
+    """The value of a header of the HTTP request that carried this call (credentials too)."""
+    return get_http_headers(include_all=True).get(name.lower())
+
+
 @mcp.tool(meta={"source": "other_source"})
 def other_source_tool() -> str:
     """A tool whose _meta.source is not mcp_tools."""

@@ -20,6 +20,7 @@ from devall_cli.config.model import (
     Workflow,
 )
 from devall_cli.errors import ConfigError, ConfigIssue
+from devall_cli.redaction import Redactor
 
 
 def write(folder: Path, text: str, name: str = "flow.yaml") -> Path:
@@ -643,31 +644,42 @@ def test_unresolved_placeholder_does_not_cause_a_second_error(tmp_path: Path) ->
 # --- secrets ------------------------------------------------------------------------------
 
 
-def test_secrets_collected(tmp_path: Path) -> None:
+def test_secrets_are_the_values_of_secret_looking_names_only(tmp_path: Path) -> None:
     text = agent_flow(
         """
         api_key: ${OPENAI_KEY}
         tooling:
           - type: mcp_remote
             config:
-              server: http://127.0.0.1:1/mcp?auth=${SERVICE_TOKEN}
-              headers: {X-Api: header-value, X-Short: abc}
+              server: http://127.0.0.1:1/mcp?auth=${SERVICE_TOKEN}&apiToken=qtok-98765&page=22
+              headers: {X-Api-Key: header-value, x-tenant: "1", Accept: text/plain-long}
           - type: mcp_local
-            config: {command: x, env: {DB_URL: "postgres://u:pw@h/db"}}
+            config:
+              command: x
+              args: [--token, flag-token-1, --port, "8001"]
+              env: {LOG_LEVEL: debug, DB_PASSWORD: dbpass-123, REGION: eu-west-1}
         """
     )
-    flow = load(
-        tmp_path,
-        text,
-        environ={"OPENAI_KEY": "sk-openai", "SERVICE_TOKEN": "tok-1234", "OPENAI_API_KEY": "sk-d"},
-    )
-    assert flow.secrets == {
+    environ = {"OPENAI_KEY": "sk-openai", "SERVICE_TOKEN": "tok-1234", "OPENAI_API_KEY": "sk-d-0"}
+    flow = load(tmp_path, text, environ=environ)
+    assert set(flow.redactor.secrets) == {
         "sk-openai",
         "tok-1234",
+        "qtok-98765",
         "header-value",
-        "postgres://u:pw@h/db",
-        "sk-d",
+        "flag-token-1",
+        "dbpass-123",
+        "sk-d-0",
     }
+    ordinary = "switch from debug to production in eu-west-1 took 10 ms (text/plain-long)"
+    assert flow.redactor.text(ordinary) == ordinary
+
+
+def test_secrets_quoted_in_messages_are_masked_before_they_are_cut(tmp_path: Path) -> None:
+    token = "tok-" + "7" * 60
+    text = agent_flow("tooling: [{type: mcp_remote, config: {server: 'x ${API_TOKEN}'}}]")
+    (issue,) = errors_of(tmp_path, text, environ={"API_TOKEN": token})
+    assert "tok-7" not in issue.message and "***" in issue.message
 
 
 def test_secrets_are_masked_in_issues(tmp_path: Path) -> None:
@@ -679,10 +691,11 @@ def test_secrets_are_masked_in_issues(tmp_path: Path) -> None:
 
 def test_mask_issue_moves_the_caret_with_the_mask() -> None:
     issue = ConfigIssue("bad", line=1, col=28, source_line="headers: {A: secret-value, T: x}")
-    masked = mask_issue(issue, {"secret-value"})
+    masked = mask_issue(issue, Redactor(["secret-value"]))
     assert masked.source_line == "headers: {A: ***, T: x}"
     assert masked.source_line[masked.col - 1] == "T"
-    inside = mask_issue(ConfigIssue("bad", col=8, source_line="a: secret-value"), {"secret-value"})
+    line = "a: secret-value"
+    inside = mask_issue(ConfigIssue("bad", col=8, source_line=line), Redactor(["secret-value"]))
     assert inside.col == 4
 
 

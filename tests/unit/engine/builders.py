@@ -19,6 +19,7 @@ from devall_cli.config.model import (
     Workflow,
 )
 from devall_cli.engine.events import Event, EventBus
+from devall_cli.redaction import Redactor
 from devall_cli.tools.base import TextBlock, ToolResult, ToolSpec
 
 ToolFn = Callable[[Mapping[str, Any]], Awaitable[ToolResult]]
@@ -72,7 +73,7 @@ def workflow(
         edges=tuple(edges),
         id=graph_id,
     )
-    return Workflow(graph=graph, path=Path("flow.yaml"), secrets=frozenset(secrets))
+    return Workflow(graph=graph, path=Path("flow.yaml"), redactor=Redactor(secrets))
 
 
 def text_result(text: str, *, is_error: bool = False) -> ToolResult:

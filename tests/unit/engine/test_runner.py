@@ -51,8 +51,8 @@ class Providers:
     def __init__(self) -> None:
         self.made: list[Any] = []
 
-    def __call__(self, config: AgentConfig, *, environ: Mapping[str, str] | None = None) -> Any:
-        provider = make_provider(config, environ=environ)
+    def __call__(self, config: AgentConfig, **options: Any) -> Any:
+        provider = make_provider(config, **options)
         closed: list[bool] = []
         original = provider.aclose
 

@@ -17,6 +17,7 @@ from devall_cli.providers.openai import (
     safe_url,
     translate_httpx_error,
 )
+from devall_cli.redaction import Redactor
 
 URL = "http://127.0.0.1:1/v1/chat/completions"
 
@@ -51,7 +52,7 @@ def test_the_catch_list_covers_every_request_error_httpx_exports() -> None:
 
 @pytest.mark.parametrize("cls", httpx_exception_classes(), ids=lambda c: c.__name__)
 def test_each_caught_httpx_exception_maps_to_a_devall_error(cls: type[Exception]) -> None:
-    error = translate_httpx_error(make_exception(cls), URL, secret="sk-secret")
+    error = translate_httpx_error(make_exception(cls), URL)
 
     assert isinstance(error, DevallError)
     assert isinstance(error, LLMUnreachableError | LLMHTTPError)
@@ -86,10 +87,12 @@ def test_status_errors_keep_the_status_and_attempts_are_counted() -> None:
     assert "after 3 attempts" in error.message
 
 
-def test_the_key_is_masked_in_translated_messages() -> None:
-    exc = httpx.ConnectError("refused while sending sk-secret", request=httpx.Request("GET", URL))
-    error = translate_httpx_error(exc, URL, secret="sk-secret")
-    assert "sk-secret" not in error.message and "***" in error.message
+def test_an_error_excerpt_is_masked_before_it_is_cut() -> None:
+    key = "sk-secret-0123456789"
+    body = ("x" * 190 + " " + key + " is not valid").encode()
+    excerpt = response_excerpt(body, Redactor([key]))
+    assert "sk-s" not in excerpt and len(excerpt) <= 200
+    assert excerpt.startswith("x" * 190 + " ***")
 
 
 @pytest.mark.parametrize(
@@ -136,7 +139,6 @@ def test_safe_url_drops_userinfo_query_and_fragment() -> None:
     shown = safe_url("https://me:pw@llm.example.com:8443/v1/chat/completions?key=abc#frag")
     assert shown == "https://llm.example.com:8443/v1/chat/completions"
     assert safe_url("http://[::1]:80/v1") == "http://[::1]:80/v1"
-    assert safe_url("http://h/sk-live/v1", secret="sk-live") == "http://h/***/v1"
 
 
 def test_response_excerpt_prefers_the_api_message_and_stays_short() -> None:
@@ -145,4 +147,5 @@ def test_response_excerpt_prefers_the_api_message_and_stays_short() -> None:
     )
     long = response_excerpt(b"x" * 5000)
     assert len(long) == 200 and long.endswith("\u2026")
-    assert response_excerpt(b"key sk-abc is wrong", "sk-abc") == "key *** is wrong"
+    excerpt = response_excerpt(b"key sk-abcdef is wrong", Redactor(["sk-abcdef"]))
+    assert excerpt == "key *** is wrong"

@@ -16,8 +16,8 @@ from devall_cli.engine.events import (
     ServerStartingEvent,
     ToolCallEvent,
 )
+from devall_cli.redaction import Redactor
 from devall_cli.trace.console import ConsoleSink, shorten
-from devall_cli.trace.redact import Redactor
 from devall_cli.trace.status import WaitState
 from tests.unit.trace.scenario import LONG_LINES, SECRET, run_secret_flow
 
@@ -41,13 +41,13 @@ async def render(verbosity: str) -> str:
 
 async def test_normal_trace_shows_nodes_models_tools_and_a_summary() -> None:
     out = await render("normal")
-    assert SECRET not in out and "tok-abc" not in out
+    assert SECRET not in out and "tok-abc" in out  # only declared secrets are masked
     assert "devall run run-1 · workflow flow" in out
     assert "starting db (mcp_remote: http://127.0.0.1:9/mcp?token=***)" in out
     assert "server db ready · db-server · protocol 2025-11-25 · 3 tools · 12 ms" in out
     assert "node intro" in out and "node worker" in out  # rule headers
     assert "model · round 1" in out
-    assert '⇢ lookup {"text": "***", "token": "***"}' in out
+    assert '⇢ lookup {"text": "***", "token": "tok-abc"}' in out
     assert "tool lookup · function functions/" in out
     assert "tool query · function functions/" in out and "error (tool_error)" in out
     assert "no such table" in out
