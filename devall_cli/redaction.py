@@ -46,7 +46,9 @@ _PLAIN_SCALARS = (int, float, bool, type(None))
 _URL_USERINFO = re.compile(
     r"(?P<head>\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s/:@?#]*:)(?P<password>[^\s/@?#]+)(?=@)"
 )
-_URL_QUERY = re.compile(r"(?P<head>[?&;](?P<name>[A-Za-z0-9_.~%-]+)=)(?P<value>[^&#;\s\"'<>()\[\]]+)")
+_URL_QUERY = re.compile(
+    r"(?P<head>[?&;](?P<name>[A-Za-z0-9_.~%-]+)=)(?P<value>[^&#;\s\"'<>()\[\]]+)"
+)
 _AUTH_SCHEME = re.compile(r"^(?:Bearer|Basic|Token|Bot)\s+(?P<credential>\S+)$", re.IGNORECASE)
 
 
