@@ -1,5 +1,8 @@
 """FunctionSource: Python functions from the functions directory as a tool source.
 
+The tools and their schemas are read from the modules' source; the modules are imported when
+the source starts for a run (or, for a source that only lists, at its first call).
+
 Each call runs in its own daemon thread, bounded by the tooling entry's `timeout`. A function
 that overruns is abandoned (Python cannot kill a thread), but the run goes on, and a daemon
 thread cannot keep the process alive at exit. Failures are returned as error results.
@@ -18,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from devall_cli.config.function_signature import CONTEXT_PARAM
 from devall_cli.config.functions import (
-    CONTEXT_PARAM,
     FunctionInfo,
     FunctionResolutionError,
     enum_type,
@@ -60,9 +63,13 @@ class _Callable:
 
     @classmethod
     def load(cls, info: FunctionInfo) -> _Callable:
+        """Import the function's module and prepare the call (runs in a worker thread)."""
         func = load_function(info)
         hints = read_type_hints(func)
-        signature = inspect.signature(func)
+        try:
+            signature = inspect.signature(func)
+        except (TypeError, ValueError) as exc:
+            raise FunctionResolutionError(f"{info.file}: '{info.name}': {exc}") from None
         fill_none, enums = [], {}
         for param in signature.parameters.values():
             hint = hints.get(param.name)
@@ -120,6 +127,7 @@ class FunctionSource:
         config: FunctionToolingConfig,
         store: AttachmentStore | None,
         context: Mapping[str, Any] | None = None,
+        import_modules: bool = True,
     ) -> None:
         self.id = id
         self.config = config
@@ -127,52 +135,72 @@ class FunctionSource:
         self.store = store
         # Read at call time, so a caller may keep it up to date (e.g. the current node).
         self.context = context if context is not None else EMPTY
-        self._functions: dict[str, _Callable] | None = None
+        # False for a source that only lists its tools: then no user code runs until a call.
+        self._import_modules = import_modules
+        self._infos: dict[str, FunctionInfo] | None = None
+        self._callables: dict[str, _Callable] = {}
         self._start_lock = asyncio.Lock()
 
     async def start(self) -> ServerInfo:
-        """Resolve and import the referenced functions; a bad reference is a ConfigError."""
+        """Read the referenced functions from source and import their modules (for a run).
+
+        A bad reference, or a module that fails to import, is a ConfigError.
+        """
         started = time.perf_counter()
         async with self._start_lock:
-            if self._functions is None:
-                outcome = await _run_in_thread(self._load, f"{self.id}-load")
-                if isinstance(outcome, _Failure):
-                    if isinstance(outcome.exc, FunctionResolutionError):
-                        raise ConfigError(outcome.exc.message) from None
-                    raise outcome.exc
-                self._functions = outcome
+            if self._infos is None:
+                infos = await self._in_thread(self._resolve, "resolve")
+                self._infos = {info.name: info for info in infos}
+            if self._import_modules:
+                await self._import(list(self._infos.values()))
         return ServerInfo(
             server_name="functions", connect_ms=(time.perf_counter() - started) * 1000
         )
 
-    def _load(self) -> dict[str, _Callable]:
-        infos = resolve_function_tools(Path(self.config.functions_dir), self.config.tools)
-        return {info.name: _Callable.load(info) for info in infos}
+    def _resolve(self) -> list[FunctionInfo]:
+        return resolve_function_tools(Path(self.config.functions_dir), self.config.tools)
 
-    async def _loaded(self) -> dict[str, _Callable]:
-        if self._functions is None:
+    async def _import(self, infos: list[FunctionInfo]) -> None:
+        missing = [info for info in infos if info.name not in self._callables]
+        if missing:
+            loaded = await self._in_thread(lambda: [_Callable.load(i) for i in missing], "import")
+            self._callables.update((c.info.name, c) for c in loaded)
+
+    async def _in_thread(self, work: Callable[[], T], what: str) -> T:
+        """Run resolving or importing in a worker thread: module code may block or never end."""
+        outcome = await _run_in_thread(work, f"{self.id}-{what}")
+        if isinstance(outcome, _Failure):
+            if isinstance(outcome.exc, FunctionResolutionError):
+                raise ConfigError(outcome.exc.message) from None
+            raise outcome.exc
+        return outcome
+
+    async def _resolved(self) -> dict[str, FunctionInfo]:
+        if self._infos is None:
             await self.start()
-        assert self._functions is not None
-        return self._functions
+        assert self._infos is not None
+        return self._infos
 
     async def list_tools(self) -> list[RawTool]:
-        """One tool per resolved function, in declaration order."""
+        """One tool per resolved function, in declaration order (nothing is imported)."""
         return [
             RawTool(
-                name=c.info.name,
-                description=c.info.description,
-                input_schema=c.info.input_schema,
-                meta={"module": c.info.module, "file": c.info.file},
+                name=info.name,
+                description=info.description,
+                input_schema=info.input_schema,
+                meta={"module": info.module, "file": info.file},
             )
-            for c in (await self._loaded()).values()
+            for info in (await self._resolved()).values()
         ]
 
     async def call_tool(self, name: str, arguments: Mapping[str, Any]) -> ToolResult:
         """Call a function in a worker thread; every failure comes back as an error result."""
         started = time.perf_counter()
-        target = (await self._loaded()).get(name)
-        if target is None:
+        info = (await self._resolved()).get(name)
+        if info is None:
             return self._error(name, f"unknown tool '{name}'", "unknown_tool", started)
+        await self._import([info])
+        target = self._callables[name]
         try:
             kwargs = self._arguments(target, arguments)
         except (TypeError, ValueError) as exc:
@@ -238,7 +266,8 @@ class FunctionSource:
 
     async def close(self) -> None:
         """Nothing to release: abandoned calls run in daemon threads."""
-        self._functions = None
+        self._infos = None
+        self._callables = {}
 
 
 def _elapsed_ms(started: float) -> float:

@@ -1,0 +1,192 @@
+"""Function tools through the CLI: hostile function modules.
+
+`validate` and `tools list` read the functions from their source and never run them; `run`
+imports them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.cli.test_reliability_cli import invoke, workflow
+
+DEVALL = Path(sys.executable).parent / "devall"
+
+# Each module would take over devall if it were imported: loop forever, end the process with
+# status 0, or write to stdout. All three also leave a mark on disk to prove they ran.
+HOSTILE_TOP_LEVEL = {
+    "endless_loop": "while True:\n    pass\n",
+    "os_exit": "os._exit(0)\n",
+    "print": 'print("junk from a function module")\n',
+}
+
+
+def write_functions(directory: Path, name: str, source: str) -> Path:
+    folder = directory / "functions"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.py"
+    path.write_text(textwrap.dedent(source))
+    return path
+
+
+def hostile_module(tmp_path: Path, case: str) -> Path:
+    """A module with a typed function and, at top level, a mark on disk and then the fault."""
+    marker = tmp_path / "imported.txt"
+    write_functions(
+        tmp_path,
+        "hostile",
+        f'''\
+import os
+from enum import Enum
+from typing import Annotated, Literal, Optional
+
+
+class Size(Enum):
+    SMALL = "s"
+    LARGE = "l"
+
+
+def greet(
+    name: Annotated[str, "Who to greet"],
+    size: Size = Size.SMALL,
+    tone: Literal["warm", "dry"] = "warm",
+    times: Optional[int] = None,
+) -> str:
+    """Greet someone.
+
+    Not part of the description.
+    """
+    return name
+
+
+open({str(marker)!r}, "w").close()
+''',
+    )
+    path = tmp_path / "functions" / "hostile.py"
+    path.write_text(path.read_text() + HOSTILE_TOP_LEVEL[case])
+    return marker
+
+
+def function_tooling(*names: str, timeout: float | None = None) -> str:
+    config: dict[str, Any] = {"tools": [{"name": n} for n in names]}
+    if timeout is not None:
+        config["timeout"] = timeout
+    return json.dumps({"type": "function", "config": config})
+
+
+def devall(*args: str, timeout: float = 20) -> subprocess.CompletedProcess[str]:
+    """The installed command in a subprocess: a module that ends or hangs its process is safe."""
+    env = {**os.environ, "NO_COLOR": "1"}
+    return subprocess.run(
+        [str(DEVALL), *args], capture_output=True, text=True, timeout=timeout, env=env
+    )
+
+
+GREET_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "description": "Who to greet"},
+        "size": {"type": "string", "enum": ["s", "l"], "default": "s"},
+        "tone": {"type": "string", "enum": ["warm", "dry"], "default": "warm"},
+        "times": {"type": "integer", "default": None},
+    },
+    "required": ["name"],
+}
+
+
+# --- validate and tools list never run a function module ---------------------------------------
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE_TOP_LEVEL))
+def test_validate_json_never_runs_function_modules(tmp_path: Path, case: str) -> None:
+    marker = hostile_module(tmp_path, case)
+    path = workflow(tmp_path, function_tooling("greet"), script=["done"])
+    done = devall("validate", "--json", str(path))
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)  # stdout is exactly the JSON document
+    assert document["ok"] is True and document["issues"] == []
+    assert not marker.exists()
+
+
+def test_validate_reports_other_errors_even_with_a_module_that_would_exit_0(
+    tmp_path: Path,
+) -> None:
+    marker = hostile_module(tmp_path, "os_exit")
+    path = workflow(tmp_path, function_tooling("greet", "no_such_function"), script=["done"])
+    done = devall("validate", str(path))
+    assert done.returncode == 3, done.stderr
+    assert "unknown function 'no_such_function'" in done.stderr
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("case", ["endless_loop", "print"])
+def test_tools_list_json_shows_the_schema_without_running_the_module(
+    tmp_path: Path, case: str
+) -> None:
+    marker = hostile_module(tmp_path, case)
+    path = workflow(tmp_path, function_tooling("hostile:All"), script=["done"])
+    done = devall("tools", "list", "--json", str(path))
+    assert done.returncode == 0, done.stderr
+    (tool,) = json.loads(done.stdout)
+    assert (tool["name"], tool["source"]) == ("greet", "function")
+    assert tool["description"] == "Greet someone."
+    assert tool["input_schema"] == GREET_SCHEMA
+    assert not marker.exists()
+
+
+def test_a_type_validate_cannot_read_is_a_warning_and_accepts_anything(tmp_path: Path) -> None:
+    write_functions(
+        tmp_path,
+        "shapes",
+        '''\
+        from geometry import Shape
+
+
+        def area(shape: Shape, scale: float = 1.0) -> float:
+            """Area of a shape."""
+            return 0.0
+        ''',
+    )
+    path = workflow(tmp_path, function_tooling("area"), script=["done"])
+    code, out, err = invoke("validate", "--json", str(path))
+    assert code == 0, err
+    (issue,) = json.loads(out)["issues"]
+    assert issue["severity"] == "warning"
+    assert issue["path"] == "graph.nodes[0].config.tooling[0].config.tools[0].name"
+    assert "parameter 'shape' of 'area'" in issue["message"]
+    assert "'Shape'" in issue["message"] and "any value" in issue["message"]
+    code, out, err = invoke("tools", "list", "--json", str(path))
+    assert code == 0, err
+    assert json.loads(out)[0]["input_schema"]["properties"]["shape"] == {}
+
+
+def test_run_imports_the_module_and_reports_an_import_failure_as_exit_3(tmp_path: Path) -> None:
+    write_functions(
+        tmp_path,
+        "broken",
+        '''\
+        import os
+
+
+        def never(x: int) -> int:
+            """Unreachable."""
+            return x
+
+
+        VALUE = os.environ["DEVALL_TEST_VARIABLE_THAT_IS_NEVER_SET"]
+        ''',
+    )
+    path = workflow(tmp_path, function_tooling("never"), script=["done"])
+    assert invoke("validate", str(path))[0] == 0  # the source is fine; validate does not run it
+    code, _, err = invoke("run", str(path), "--out", str(tmp_path / "run"))
+    assert code == 3, err
+    assert "broken.py:9: cannot import function module: KeyError" in err
+    assert "Traceback" not in err
