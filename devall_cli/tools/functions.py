@@ -3,9 +3,12 @@
 The tools and their schemas are read from the modules' source; the modules are imported when
 the source starts for a run (or, for a source that only lists, at its first call).
 
-Each call runs in its own daemon thread, bounded by the tooling entry's `timeout`. A function
-that overruns is abandoned (Python cannot kill a thread), but the run goes on, and a daemon
-thread cannot keep the process alive at exit. Failures are returned as error results.
+Every call, of a plain or an `async def` function, runs in its own daemon thread (an async
+function on an event loop of that thread), bounded by the tooling entry's `timeout`: a function
+that blocks cannot stall devall's own loop, so timeouts and signals still work. A function that
+overruns is abandoned (Python cannot kill a thread), but the run goes on, and a daemon thread
+cannot keep the process alive at exit. Whatever the function raises, SystemExit and
+KeyboardInterrupt included, comes back as an error result.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import contextvars
 import inspect
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -108,6 +111,18 @@ def _run_in_thread(fn: Callable[[], T], name: str) -> asyncio.Future[T | _Failur
 
     threading.Thread(target=work, name=f"devall-function-{name}", daemon=True).start()
     return future
+
+
+def _call(func: Callable[..., Any], kwargs: Mapping[str, Any]) -> Any:
+    """Call `func`; an awaitable it returns is run to its end on an event loop of this thread."""
+    value = func(**kwargs)
+    if inspect.isawaitable(value):
+        value = asyncio.run(_awaited(value))
+    return value
+
+
+async def _awaited(awaitable: Awaitable[T]) -> T:
+    return await awaitable
 
 
 def _describe(exc: BaseException) -> str:
@@ -240,17 +255,11 @@ class FunctionSource:
         )
 
     async def _invoke(self, target: _Callable, kwargs: dict[str, Any]) -> Any:
-        """The normalized blocks of one call, or a `_Failure`."""
+        """The normalized blocks of one call, or a `_Failure`; sync and async functions alike."""
         name = target.info.name
-        if inspect.iscoroutinefunction(target.func):
-            try:
-                value = await target.func(**kwargs)
-            except Exception as exc:
-                return _Failure(exc)
-            return normalize_value(value, tool_name=name, store=self.store)
 
         def call() -> Any:
-            value = target.func(**kwargs)
+            value = _call(target.func, kwargs)
             return normalize_value(value, tool_name=name, store=self.store)
 
         return await _run_in_thread(call, name)

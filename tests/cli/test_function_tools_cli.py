@@ -1,7 +1,7 @@
-"""Function tools through the CLI: hostile function modules.
+"""Function tools through the CLI: hostile function modules, async functions.
 
 `validate` and `tools list` read the functions from their source and never run them; `run`
-imports them.
+imports them and runs every function (async ones too) in a worker thread, bounded by `timeout`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.cli.test_reliability_cli import invoke, workflow
+from tests.cli.test_reliability_cli import invoke, of_kind, workflow
 
 DEVALL = Path(sys.executable).parent / "devall"
 
@@ -190,3 +190,73 @@ def test_run_imports_the_module_and_reports_an_import_failure_as_exit_3(tmp_path
     assert code == 3, err
     assert "broken.py:9: cannot import function module: KeyError" in err
     assert "Traceback" not in err
+
+
+# --- async functions run like sync ones --------------------------------------------------------
+
+ASYNC_FUNCTIONS = '''\
+import asyncio
+import time
+
+
+async def block(seconds: float) -> str:
+    """Block the thread it runs on (a mistake, but a common one)."""
+    time.sleep(seconds)
+    return f"blocked {seconds}"
+
+
+async def raise_base(kind: str) -> str:
+    """Raise SystemExit, KeyboardInterrupt or another BaseException."""
+    errors = {"exit": SystemExit(0), "interrupt": KeyboardInterrupt(), "base": BaseException("b")}
+    raise errors[kind]
+
+
+async def pause(seconds: float) -> str:
+    """Sleep without blocking."""
+    await asyncio.sleep(seconds)
+    return f"paused {seconds}"
+'''
+
+
+@pytest.mark.parametrize(
+    ("kind", "text"),
+    [("exit", "SystemExit: 0"), ("interrupt", "KeyboardInterrupt"), ("base", "BaseException: b")],
+    ids=["SystemExit", "KeyboardInterrupt", "BaseException"],
+)
+def test_an_async_function_raising_a_base_exception_is_a_tool_error(
+    tmp_path: Path, kind: str, text: str
+) -> None:
+    write_functions(tmp_path, "aio", ASYNC_FUNCTIONS)
+    script = [
+        {"tool_calls": [{"name": "raise_base", "arguments": {"kind": kind}}]},
+        {"tool_calls": [{"name": "pause", "arguments": {"seconds": 0}}]},
+        {"content": "after: {tool_result}"},
+    ]
+    path = workflow(tmp_path, function_tooling("aio:All"), script=script)
+    run_dir = tmp_path / "run"
+    code, out, err = invoke("run", str(path), "--out", str(run_dir))
+    assert code == 0, err
+    assert out.strip() == "after: paused 0"
+    first, second = of_kind(run_dir, "tool.result")
+    assert (first["is_error"], first["error_class"]) == (True, "tool_error")
+    assert first["blocks"][0]["text"] == text
+    assert second["is_error"] is False
+    assert json.loads((run_dir / "result.json").read_text())["status"] == "ok"
+
+
+def test_a_blocking_async_function_obeys_its_timeout(tmp_path: Path) -> None:
+    write_functions(tmp_path, "aio", ASYNC_FUNCTIONS)
+    script = [
+        {"tool_calls": [{"name": "block", "arguments": {"seconds": 5}}]},
+        {"tool_calls": [{"name": "pause", "arguments": {"seconds": 0}}]},
+        {"content": "after: {tool_result}"},
+    ]
+    path = workflow(tmp_path, function_tooling("aio:All", timeout=0.3), script=script)
+    run_dir = tmp_path / "run"
+    code, out, err = invoke("run", str(path), "--out", str(run_dir))
+    assert code == 0, err
+    assert out.strip() == "after: paused 0"
+    first, second = of_kind(run_dir, "tool.result")
+    assert (first["is_error"], first["error_class"]) == (True, "timeout")
+    assert first["blocks"][0]["text"] == "tool 'block' timed out after 0.3s"
+    assert second["is_error"] is False
