@@ -67,6 +67,7 @@ class _Parameter:
 
     schema: dict[str, Any]
     required: bool
+    nullable: bool  # None is a value the function expects
     warnings: list[str]
 
 
@@ -84,8 +85,9 @@ def _parameter(
     usable, value = _default(default, module) if default is not None else (False, None)
     if usable:
         schema["default"] = value
-    required = default is None and not is_optional(term)
-    return _Parameter(schema, required, warnings)
+    optional = is_optional(term)
+    required = default is None and not optional
+    return _Parameter(schema, required, optional or (usable and value is None), warnings)
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,7 @@ class Signature:
     """A function's parameters as the tool list and the argument check see them."""
 
     input_schema: dict[str, Any]
+    nullable: tuple[str, ...]
     warnings: tuple[str, ...]
 
 
@@ -100,6 +103,7 @@ def read_signature(name: str, node: FunctionNode, module: ModuleSource) -> Signa
     """The JSON schema of a function's parameters (`_context` left out)."""
     properties: dict[str, Any] = {}
     required: list[str] = []
+    nullable: list[str] = []
     warnings: list[str] = []
     for arg, default in _parameters(node.args):
         if arg.arg == CONTEXT_PARAM:
@@ -107,11 +111,12 @@ def read_signature(name: str, node: FunctionNode, module: ModuleSource) -> Signa
         param = _parameter(name, arg, default, module)
         properties[arg.arg] = param.schema
         required += [arg.arg] if param.required else []
+        nullable += [arg.arg] if param.nullable else []
         warnings += param.warnings
     schema: dict[str, Any] = {"type": "object", "properties": properties}
     if required:
         schema["required"] = required
-    return Signature(schema, tuple(warnings))
+    return Signature(schema, tuple(nullable), tuple(warnings))
 
 
 def describe(node: FunctionNode) -> str:

@@ -45,6 +45,7 @@ class FunctionInfo:
     description: str
     input_schema: Mapping[str, Any]
     accepts_context: bool
+    nullable: tuple[str, ...] = ()  # parameters that take None: Optional, or None by default
     warnings: tuple[str, ...] = ()  # annotations the source alone could not tell
     ref_index: int = 0  # the entry of the `tools` list that named it
 
@@ -193,6 +194,7 @@ def function_info(name: str, node: FunctionNode, module: ModuleSource) -> Functi
         description=describe(node),
         input_schema=signature.input_schema,
         accepts_context=CONTEXT_PARAM in names,
+        nullable=signature.nullable,
         warnings=signature.warnings,
     )
 

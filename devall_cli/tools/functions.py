@@ -1,7 +1,8 @@
 """FunctionSource: Python functions from the functions directory as a tool source.
 
 The tools and their schemas are read from the modules' source; the modules are imported when
-the source starts for a run (or, for a source that only lists, at its first call).
+the source starts for a run (or, for a source that only lists, at its first call). Arguments
+are checked against the schema before a function is called.
 
 Every call, of a plain or an `async def` function, runs in its own daemon thread (an async
 function on an event loop of that thread), bounded by the tooling entry's `timeout`: a function
@@ -36,6 +37,7 @@ from devall_cli.config.functions import (
 )
 from devall_cli.config.model import EMPTY, FunctionToolingConfig
 from devall_cli.errors import ConfigError
+from devall_cli.tools.arguments import ArgumentChecker
 from devall_cli.tools.attachments import AttachmentStore
 from devall_cli.tools.base import RawTool, ServerInfo, SourceKind, TextBlock, ToolResult
 from devall_cli.tools.normalize import normalize_value
@@ -61,6 +63,7 @@ class _Callable:
     info: FunctionInfo
     func: Callable[..., Any]
     signature: inspect.Signature
+    checker: ArgumentChecker
     fill_none: tuple[str, ...]  # Optional parameters without a default: None when omitted
     enums: Mapping[str, Any] = field(default_factory=dict)  # parameter → Enum class
 
@@ -80,7 +83,11 @@ class _Callable:
                 fill_none.append(param.name)
             if hint is not None and (enum_cls := enum_type(hint)) is not None:
                 enums[param.name] = enum_cls
-        return cls(info, func, signature, tuple(fill_none), enums)
+        open_ended = any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
+        checker = ArgumentChecker(
+            info.input_schema, open_ended=open_ended, nullable=info.nullable
+        )
+        return cls(info, func, signature, checker, tuple(fill_none), enums)
 
 
 class _Failure:
@@ -113,9 +120,9 @@ def _run_in_thread(fn: Callable[[], T], name: str) -> asyncio.Future[T | _Failur
     return future
 
 
-def _call(func: Callable[..., Any], kwargs: Mapping[str, Any]) -> Any:
+def _call(func: Callable[..., Any], args: list[Any], kwargs: Mapping[str, Any]) -> Any:
     """Call `func`; an awaitable it returns is run to its end on an event loop of this thread."""
-    value = func(**kwargs)
+    value = func(*args, **kwargs)
     if inspect.isawaitable(value):
         value = asyncio.run(_awaited(value))
     return value
@@ -209,21 +216,25 @@ class FunctionSource:
         ]
 
     async def call_tool(self, name: str, arguments: Mapping[str, Any]) -> ToolResult:
-        """Call a function in a worker thread; every failure comes back as an error result."""
+        """Check the arguments, then call the function in a worker thread.
+
+        Every failure of the call comes back as an error result: `invalid_arguments` (the
+        function was not called), `timeout`, or `tool_error` with what it raised.
+        """
         started = time.perf_counter()
         info = (await self._resolved()).get(name)
         if info is None:
             return self._error(name, f"unknown tool '{name}'", "unknown_tool", started)
         await self._import([info])
         target = self._callables[name]
-        try:
-            kwargs = self._arguments(target, arguments)
-        except (TypeError, ValueError) as exc:
-            message = f"invalid arguments for '{name}': {exc}"
-            return self._error(name, message, "bad_arguments", started)
+        prepared = self._prepare(target, arguments)
+        if isinstance(prepared, str):
+            message = f"invalid arguments for '{name}': {prepared}"
+            return self._error(name, message, "invalid_arguments", started)
+        args, kwargs = prepared
         timeout = self.config.timeout if self.config.timeout > 0 else None
         try:
-            outcome = await asyncio.wait_for(self._invoke(target, kwargs), timeout)
+            outcome = await asyncio.wait_for(self._invoke(target, args, kwargs), timeout)
         except TimeoutError:
             message = f"tool '{name}' timed out after {self.config.timeout:g}s"
             return self._error(name, message, "timeout", started)
@@ -231,9 +242,24 @@ class FunctionSource:
             return self._error(name, _describe(outcome.exc), "tool_error", started)
         return ToolResult(blocks=outcome, duration_ms=_elapsed_ms(started))
 
-    def _arguments(self, target: _Callable, arguments: Mapping[str, Any]) -> dict[str, Any]:
-        """Keyword arguments for the call; raises TypeError/ValueError when they do not fit."""
-        kwargs = {k: v for k, v in arguments.items() if k != CONTEXT_PARAM}
+    def _prepare(
+        self, target: _Callable, arguments: Mapping[str, Any]
+    ) -> tuple[list[Any], dict[str, Any]] | str:
+        """The call's positional and keyword arguments, or what is wrong with them."""
+        arguments = {k: v for k, v in arguments.items() if k != CONTEXT_PARAM}
+        problems = target.checker.problems(arguments)
+        if problems:
+            return "; ".join(problems)
+        try:
+            return self._arguments(target, arguments)
+        except (TypeError, ValueError) as exc:
+            return str(exc)
+
+    def _arguments(
+        self, target: _Callable, arguments: Mapping[str, Any]
+    ) -> tuple[list[Any], dict[str, Any]]:
+        """Positional and keyword arguments; raises TypeError/ValueError when they do not fit."""
+        kwargs = dict(arguments)
         for param in target.fill_none:
             kwargs.setdefault(param, None)
         for param, enum_cls in target.enums.items():
@@ -241,8 +267,14 @@ class FunctionSource:
                 kwargs[param] = enum_cls(kwargs[param])
         if target.info.accepts_context:
             kwargs[CONTEXT_PARAM] = self._context_for(target.info.name)
-        target.signature.bind(**kwargs)
-        return kwargs
+        args: list[Any] = []
+        for parameter in target.signature.parameters.values():
+            # Positional-only parameters are named in the schema but cannot be passed by name.
+            if parameter.kind is not parameter.POSITIONAL_ONLY or parameter.name not in kwargs:
+                break
+            args.append(kwargs.pop(parameter.name))
+        target.signature.bind(*args, **kwargs)
+        return args, kwargs
 
     def _context_for(self, tool_name: str) -> FunctionContext:
         workflow_dir = self.context.get("workflow_dir")
@@ -254,12 +286,14 @@ class FunctionSource:
             tool_name=tool_name,
         )
 
-    async def _invoke(self, target: _Callable, kwargs: dict[str, Any]) -> Any:
+    async def _invoke(
+        self, target: _Callable, args: list[Any], kwargs: dict[str, Any]
+    ) -> Any:
         """The normalized blocks of one call, or a `_Failure`; sync and async functions alike."""
         name = target.info.name
 
         def call() -> Any:
-            value = _call(target.func, kwargs)
+            value = _call(target.func, args, kwargs)
             return normalize_value(value, tool_name=name, store=self.store)
 
         return await _run_in_thread(call, name)

@@ -1,7 +1,8 @@
-"""Function tools through the CLI: hostile function modules, async functions.
+"""Function tools through the CLI: hostile function modules, async functions, bad arguments.
 
 `validate` and `tools list` read the functions from their source and never run them; `run`
-imports them and runs every function (async ones too) in a worker thread, bounded by `timeout`.
+imports them and runs every function (async ones too) in a worker thread, bounded by `timeout`;
+arguments are checked against the function's schema before it is called.
 """
 
 from __future__ import annotations
@@ -260,3 +261,48 @@ def test_a_blocking_async_function_obeys_its_timeout(tmp_path: Path) -> None:
     assert (first["is_error"], first["error_class"]) == (True, "timeout")
     assert first["blocks"][0]["text"] == "tool 'block' timed out after 0.3s"
     assert second["is_error"] is False
+
+
+# --- arguments are checked against the schema before the call -----------------------------------
+
+RECORDING_FUNCTIONS = '''\
+from pathlib import Path
+from typing import Literal
+
+
+def shout(text: str, times: int = 1, mode: Literal["plain", "loud"] = "plain") -> str:
+    """Upper-case the text; every call is written to calls.log."""
+    with open(Path(__file__).with_name("calls.log"), "a") as log:
+        log.write(repr(text) + "\\n")
+    return text.upper() * times
+'''
+
+
+def test_arguments_that_do_not_fit_the_schema_are_an_error_the_model_can_correct(
+    tmp_path: Path,
+) -> None:
+    write_functions(tmp_path, "loud", RECORDING_FUNCTIONS)
+    bad = [{"text": 5}, {}, {"text": "a", "volume": 11}, {"text": "a", "times": "2"},
+           {"text": "a", "mode": "quiet"}]
+    script = [
+        {"tool_calls": [{"name": "shout", "arguments": arguments} for arguments in bad]},
+        {"tool_calls": [{"name": "shout", "arguments": {"text": "hi"}}]},
+        {"content": "{tool_result}"},
+    ]
+    path = workflow(tmp_path, function_tooling("shout"), script=script)
+    run_dir = tmp_path / "run"
+    code, out, err = invoke("run", str(path), "--out", str(run_dir))
+    assert code == 0, err
+    assert out.strip() == "HI"
+    results = of_kind(run_dir, "tool.result")
+    assert [r["error_class"] for r in results] == ["invalid_arguments"] * 5 + [None]
+    texts = [r["blocks"][0]["text"] for r in results[:5]]
+    assert texts == [
+        "invalid arguments for 'shout': 'text' must be a string, got 5",
+        "invalid arguments for 'shout': missing required argument 'text' (a string)",
+        "invalid arguments for 'shout': unknown argument 'volume' (parameters: text, times, mode)",
+        "invalid arguments for 'shout': 'times' must be an integer, got \"2\"",
+        "invalid arguments for 'shout': 'mode' must be one of \"plain\", \"loud\", got \"quiet\"",
+    ]
+    # The function itself ran once, for the correct call.
+    assert (tmp_path / "functions" / "calls.log").read_text() == "'hi'\n"

@@ -53,6 +53,7 @@ def test_a_few_schemas_spelled_out() -> None:
     assert enums.input_schema["properties"]["a"] == {"type": "string", "enum": ["red", "green"]}
     assert enums.input_schema["properties"]["f"] == {"type": "integer", "enum": [4, 2, 1],
                                                      "default": 4}
+    assert enums.nullable == ("d",)
 
 
 @pytest.mark.parametrize(
