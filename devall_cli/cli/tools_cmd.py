@@ -65,7 +65,8 @@ def list_command(
     redactor = loaded.redactor
 
     async def go() -> list[Any]:
-        async with ToolManager(loaded) as manager:
+        # Listing reads function modules from their source: no user code runs.
+        async with ToolManager(loaded, import_functions=False) as manager:
             return await list_workflow_tools(manager, node)
 
     rows = run_async(go())

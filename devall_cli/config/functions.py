@@ -1,8 +1,9 @@
-"""Function tools: discovery in the functions directory and JSON schemas from signatures.
+"""Function tools: discovery in the functions directory, with schemas read from the source.
 
-Config-time code (SPEC.md §4 "function"): it imports the user's modules but never fastmcp or
-httpx. `resolve_function_tools` turns a tooling entry's `tools` list into `FunctionInfo`s;
-`load_function` gives the callable back for execution.
+Config-time code (SPEC.md §4 "function"); it never imports fastmcp or httpx. Resolving a tooling
+entry's `tools` list (`resolve_function_tools`) reads the modules as source text and never runs
+them, so `devall validate` and `devall tools list` run no user code. A run imports a module
+(`load_module`, `load_function`) only when it is about to call its functions.
 """
 
 from __future__ import annotations
@@ -11,27 +12,32 @@ import contextlib
 import enum
 import hashlib
 import importlib.util
-import inspect
 import sys
 import threading
 import traceback
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from devall_cli.config.function_signature import CONTEXT_PARAM, describe, read_signature
 from devall_cli.config.model import FunctionRef
+from devall_cli.config.module_source import (
+    FunctionNode,
+    ModuleReadError,
+    ModuleSource,
+    parse_module,
+)
 
-CONTEXT_PARAM = "_context"
 CHATDEV_SUBDIR = "function_calling"  # ChatDev keeps its functions in functions/function_calling/
 _ALL = "All"
 
 
 @dataclass(frozen=True)
 class FunctionInfo:
-    """One Python function offered as a tool."""
+    """One Python function offered as a tool, as its module's source describes it."""
 
     name: str
     module: str  # module name: the file stem
@@ -39,6 +45,9 @@ class FunctionInfo:
     description: str
     input_schema: Mapping[str, Any]
     accepts_context: bool
+    nullable: tuple[str, ...] = ()  # parameters that take None: Optional, or None by default
+    warnings: tuple[str, ...] = ()  # annotations the source alone could not tell
+    ref_index: int = 0  # the entry of the `tools` list that named it
 
 
 class FunctionResolutionError(Exception):
@@ -78,7 +87,10 @@ def _import_failure(file: Path, exc: BaseException) -> FunctionResolutionError:
 
 
 def load_module(file: Path) -> types.ModuleType:
-    """Import a function module by path (cached); an import failure becomes a clear error."""
+    """Import a function module by path (cached); an import failure becomes a clear error.
+
+    This runs the module's code: called from a worker thread when a run needs its functions.
+    """
     key = str(file)
     with _LOCK:
         cached = _MODULES.get(key)
@@ -95,10 +107,8 @@ def load_module(file: Path) -> types.ModuleType:
         sys.path.insert(0, str(file.parent))
         try:
             spec.loader.exec_module(module)
-        except BaseException as exc:
+        except BaseException as exc:  # SystemExit, KeyboardInterrupt too: it is module code
             sys.modules.pop(name, None)
-            if isinstance(exc, KeyboardInterrupt):
-                raise
             raise _import_failure(file, exc) from None
         finally:
             with contextlib.suppress(ValueError):
@@ -107,75 +117,27 @@ def load_module(file: Path) -> types.ModuleType:
         return module
 
 
-def public_functions(module: types.ModuleType) -> dict[str, Callable[..., Any]]:
-    """The public functions defined in `module` itself (imported ones are left out), by name."""
-    found: dict[str, Callable[..., Any]] = {}
-    for name, obj in vars(module).items():
-        if name.startswith("_") or not inspect.isfunction(obj):
-            continue
-        if obj.__module__ == module.__name__:
-            found[name] = obj
-    return dict(sorted(found.items()))
-
-
 def load_function(info: FunctionInfo) -> Callable[..., Any]:
-    """The callable behind `info` (modules are imported once per process)."""
+    """The callable behind `info`, importing its module (once per process)."""
     module = load_module(Path(info.file))
-    func = public_functions(module).get(info.name)
-    if func is None:
-        raise FunctionResolutionError(f"{info.file}: function '{info.name}' no longer exists")
-    return func
+    func = getattr(module, info.name, None)
+    if not callable(func):
+        raise FunctionResolutionError(
+            f"{info.file}: '{info.name}' is not a function once the module has run"
+        )
+    return typing.cast(Callable[..., Any], func)
 
 
-# --- schemas -------------------------------------------------------------------------------
-
-_SIMPLE: dict[Any, dict[str, Any]] = {
-    str: {"type": "string"},
-    int: {"type": "integer"},
-    float: {"type": "number"},
-    bool: {"type": "boolean"},
-    type(None): {"type": "null"},
-    list: {"type": "array"},
-    tuple: {"type": "array"},
-    set: {"type": "array", "uniqueItems": True},
-    frozenset: {"type": "array", "uniqueItems": True},
-    dict: {"type": "object"},
-}
-_ARRAYS = {list, tuple, set, frozenset, Sequence}
-_OBJECTS = {dict, Mapping}
+# --- annotations at call time ------------------------------------------------------------
+# The schema comes from the source (annotation_schema); a run still needs the imported hints to
+# turn values into Enum members and to pass None for Optional parameters left out.
 
 
-def _simple(tp: Any) -> dict[str, Any] | None:
-    try:
-        found = _SIMPLE.get(tp)
-    except TypeError:  # an unhashable annotation object
-        return None
-    return dict(found) if found is not None else None
-
-
-def _json_type(value: Any) -> str | None:
-    for py_type, name in ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string")):
-        if isinstance(value, py_type):
-            return name
-    return "null" if value is None else None
-
-
-def _enum_schema(values: Sequence[Any]) -> dict[str, Any]:
-    schema: dict[str, Any] = {"enum": list(values)}
-    kinds = {_json_type(v) for v in values}
-    if len(kinds) == 1 and None not in kinds:
-        schema = {"type": kinds.pop(), **schema}
-    return schema
-
-
-def _strip_annotated(tp: Any) -> tuple[Any, str | None]:
-    """`Annotated[T, "text", ...]` → (T, "text")."""
-    description = None
+def _strip_annotated(tp: Any) -> Any:
+    """`Annotated[T, ...]` → T."""
     while typing.get_origin(tp) is typing.Annotated:
-        base, *meta = typing.get_args(tp)
-        description = description or next((m for m in meta if isinstance(m, str)), None)
-        tp = base
-    return tp, description
+        tp = typing.get_args(tp)[0]
+    return tp
 
 
 def _union_args(tp: Any) -> tuple[Any, ...] | None:
@@ -187,73 +149,17 @@ def _union_args(tp: Any) -> tuple[Any, ...] | None:
 
 def is_optional(tp: Any) -> bool:
     """True for `Optional[T]`, `T | None` (also inside `Annotated`)."""
-    args = _union_args(_strip_annotated(tp)[0])
+    args = _union_args(_strip_annotated(tp))
     return args is not None and type(None) in args
 
 
 def enum_type(tp: Any) -> type[enum.Enum] | None:
     """The Enum class of `E`, `Optional[E]` or `Annotated[E, ...]`, else None."""
-    tp = _strip_annotated(tp)[0]
+    tp = _strip_annotated(tp)
     candidates = _union_args(tp) or (tp,)
     return next(
         (c for c in candidates if isinstance(c, type) and issubclass(c, enum.Enum)), None
     )
-
-
-def type_schema(tp: Any) -> dict[str, Any]:
-    """The JSON schema of one annotation; anything unsupported is `{}` (any value)."""
-    tp, description = _strip_annotated(tp)
-    schema = _bare_schema(tp)
-    if description:
-        schema = {**schema, "description": description}
-    return schema
-
-
-def _bare_schema(tp: Any) -> dict[str, Any]:
-    if tp is Any or tp is inspect.Parameter.empty:
-        return {}
-    if isinstance(tp, type) and issubclass(tp, enum.Enum):
-        return _enum_schema([member.value for member in tp])
-    simple = _simple(tp)
-    if simple is not None:
-        return simple
-    union = _union_args(tp)
-    if union is not None:
-        branches = [type_schema(arg) for arg in union if arg is not type(None)]
-        return branches[0] if len(branches) == 1 else {"anyOf": branches}
-    origin, args = typing.get_origin(tp), typing.get_args(tp)
-    if origin is typing.Literal:
-        return _enum_schema(args)
-    if origin in _ARRAYS:
-        schema: dict[str, Any] = {"type": "array"}
-        if origin in (set, frozenset):
-            schema["uniqueItems"] = True
-        if args and (origin is not tuple or (len(args) == 2 and args[1] is Ellipsis)):
-            schema["items"] = type_schema(args[0])
-        return schema
-    if origin in _OBJECTS:
-        schema = {"type": "object"}
-        if len(args) == 2:
-            schema["additionalProperties"] = type_schema(args[1])
-        return schema
-    return {}
-
-
-def _json_default(value: Any) -> tuple[bool, Any]:
-    """(usable, value) for a parameter default copied into the schema."""
-    if isinstance(value, enum.Enum):
-        value = value.value
-    if isinstance(value, tuple | frozenset | set):
-        value = list(value)
-    if value is None or isinstance(value, str | int | float | bool):
-        return True, value
-    if isinstance(value, list) and all(_json_default(v)[0] for v in value):
-        return True, [_json_default(v)[1] for v in value]
-    if isinstance(value, dict) and all(
-        isinstance(k, str) and _json_default(v)[0] for k, v in value.items()
-    ):
-        return True, {k: _json_default(v)[1] for k, v in value.items()}
-    return False, None
 
 
 def read_type_hints(func: Callable[..., Any]) -> dict[str, Any]:
@@ -270,51 +176,26 @@ def read_type_hints(func: Callable[..., Any]) -> dict[str, Any]:
             hints[name] = annotation
             continue
         with contextlib.suppress(Exception):
-            # The module's own code already ran, so evaluating its annotations adds no risk.
+            # Called once the module has been imported for a run: its code already ran.
             hints[name] = eval(annotation, namespace)
     return hints
 
 
-def input_schema(func: Callable[..., Any]) -> dict[str, Any]:
-    """The JSON schema of a function's parameters (`_context`, *args, **kwargs left out)."""
-    hints = read_type_hints(func)
-    properties: dict[str, Any] = {}
-    required: list[str] = []
-    for param in inspect.signature(func).parameters.values():
-        if param.name == CONTEXT_PARAM or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            continue
-        annotation = hints.get(param.name, inspect.Parameter.empty)
-        prop = type_schema(annotation)
-        if param.default is not param.empty:
-            usable, default = _json_default(param.default)
-            if usable:
-                prop["default"] = default
-        elif not is_optional(annotation):
-            required.append(param.name)
-        properties[param.name] = prop
-    schema: dict[str, Any] = {"type": "object", "properties": properties}
-    if required:
-        schema["required"] = required
-    return schema
-
-
-def describe(func: Callable[..., Any]) -> str:
-    """The first paragraph of the docstring, on one line."""
-    doc = inspect.getdoc(func) or ""
-    paragraph = doc.strip().split("\n\n", 1)[0]
-    return " ".join(line.strip() for line in paragraph.splitlines()).strip()
-
-
-def function_info(name: str, func: Callable[..., Any], file: Path) -> FunctionInfo:
+def function_info(name: str, node: FunctionNode, module: ModuleSource) -> FunctionInfo:
     """Everything the tool list needs about one function, known in its module as `name`."""
-    params = inspect.signature(func).parameters
+    args = node.args
+    names = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+    names |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+    signature = read_signature(name, node, module)
     return FunctionInfo(
         name=name,
-        module=file.stem,
-        file=str(file),
-        description=describe(func),
-        input_schema=input_schema(func),
-        accepts_context=CONTEXT_PARAM in params,
+        module=module.file.stem,
+        file=str(module.file),
+        description=describe(node),
+        input_schema=signature.input_schema,
+        accepts_context=CONTEXT_PARAM in names,
+        nullable=signature.nullable,
+        warnings=signature.warnings,
     )
 
 
@@ -330,59 +211,67 @@ def module_files(functions_dir: Path) -> list[Path]:
     return files
 
 
-_Found = tuple[Path, str, Callable[..., Any]]  # module file, name in the module, function
+_Found = tuple[ModuleSource, str, FunctionNode]  # module, name in the module, its definition
 
 
 class _Catalog:
-    """The functions directory, imported lazily: only the modules a reference needs."""
+    """The functions directory, read lazily: only the modules a reference needs are parsed."""
 
     def __init__(self, functions_dir: Path) -> None:
         self.dir = functions_dir
         self.files = module_files(functions_dir)
+        self._parsed: dict[Path, ModuleSource] = {}
 
     def module(self, stem: str) -> Path | None:
         return next((f for f in self.files if f.stem == stem), None)
 
-    def functions(self, file: Path) -> dict[str, Callable[..., Any]]:
-        return public_functions(load_module(file))
+    def source(self, file: Path) -> ModuleSource:
+        if file not in self._parsed:
+            try:
+                self._parsed[file] = parse_module(file)
+            except ModuleReadError as exc:
+                raise FunctionResolutionError(str(exc)) from None
+        return self._parsed[file]
 
     def find(self, name: str) -> list[_Found]:
-        """Every module file defining `name`; import failures are raised only if it is missing."""
+        """Every module defining `name`; unreadable modules are reported only if it is missing."""
         found: list[_Found] = []
         failures: list[FunctionResolutionError] = []
         for file in self.files:
             try:
-                func = self.functions(file).get(name)
+                module = self.source(file)
             except FunctionResolutionError as exc:
                 failures.append(exc)
                 continue
-            if func is not None:
-                found.append((file, name, func))
+            node = module.functions().get(name)
+            if node is not None:
+                found.append((module, name, node))
         if not found and failures:
-            # The function may be in the module that did not import: say so.
+            # The function may be in the module that could not be read: say so.
             raise FunctionResolutionError(f"unknown function '{name}'; {failures[0].message}")
         return found
 
 
 def _expand(catalog: _Catalog, ref: FunctionRef) -> list[_Found]:
-    module, sep, member = ref.name.partition(":")
+    module_name, sep, member = ref.name.partition(":")
     if sep:
-        file = catalog.module(module.strip())
+        file = catalog.module(module_name.strip())
         if file is None:
             raise FunctionResolutionError(
-                f"unknown function module '{module}' (no {module}.py in {catalog.dir})"
+                f"unknown function module '{module_name}' (no {module_name}.py in {catalog.dir})"
             )
-        functions = catalog.functions(file)
+        module = catalog.source(file)
+        functions = module.functions()
         if member.strip() == _ALL:
-            return [(file, name, f) for name, f in functions.items()]
+            return [(module, name, node) for name, node in functions.items()]
         if member.strip() not in functions:
             raise FunctionResolutionError(f"unknown function '{member}' in {file}")
-        return [(file, member.strip(), functions[member.strip()])]
+        return [(module, member.strip(), functions[member.strip()])]
     found = catalog.find(ref.name.strip())
     if not found:
         raise FunctionResolutionError(f"unknown function '{ref.name}' in {catalog.dir}")
     if len(found) > 1:
-        where = ", ".join(str(file) for file, _, _ in found)
+        where = ", ".join(str(module.file) for module, _, _ in found)
         raise FunctionResolutionError(
             f"function '{ref.name}' is defined in several modules ({where}); "
             f"use 'module:{ref.name}'"
@@ -391,7 +280,10 @@ def _expand(catalog: _Catalog, ref: FunctionRef) -> list[_Found]:
 
 
 def resolve_function_tools(functions_dir: Path, refs: Sequence[FunctionRef]) -> list[FunctionInfo]:
-    """The functions a tooling entry's `tools` list names, in order; errors carry the ref index."""
+    """The functions a tooling entry's `tools` list names, in order, read from their source.
+
+    No module is imported. Errors carry the index of the reference they concern.
+    """
     if not functions_dir.is_dir():
         raise FunctionResolutionError(f"functions directory not found: {functions_dir}")
     catalog = _Catalog(functions_dir)
@@ -402,9 +294,10 @@ def resolve_function_tools(functions_dir: Path, refs: Sequence[FunctionRef]) -> 
             expanded = _expand(catalog, ref)
         except FunctionResolutionError as exc:
             raise FunctionResolutionError(exc.message, index) from None
-        for file, name, func in expanded:
+        for module, name, node in expanded:
             if name in seen:
                 raise FunctionResolutionError(f"function '{name}' is declared twice", index)
             seen.add(name)
-            infos.append(function_info(name, func, file))
+            info = function_info(name, node, module)
+            infos.append(replace(info, ref_index=index))
     return infos

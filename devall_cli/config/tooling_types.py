@@ -214,6 +214,9 @@ def _resolve_functions(
             where = (*where, exc.index, "name")
         ck.error(where, exc.message)
         return None
+    for info in infos:
+        for warning in info.warnings:
+            ck.warning((*path, "tools", info.ref_index, "name"), warning)
     return [info.name for info in infos]
 
 

@@ -1,8 +1,15 @@
 """FunctionSource: Python functions from the functions directory as a tool source.
 
-Each call runs in its own daemon thread, bounded by the tooling entry's `timeout`. A function
-that overruns is abandoned (Python cannot kill a thread), but the run goes on, and a daemon
-thread cannot keep the process alive at exit. Failures are returned as error results.
+The tools and their schemas are read from the modules' source; the modules are imported when
+the source starts for a run (or, for a source that only lists, at its first call). Arguments
+are checked against the schema before a function is called.
+
+Every call, of a plain or an `async def` function, runs in its own daemon thread (an async
+function on an event loop of that thread), bounded by the tooling entry's `timeout`: a function
+that blocks cannot stall devall's own loop, so timeouts and signals still work. A function that
+overruns is abandoned (Python cannot kill a thread), but the run goes on, and a daemon thread
+cannot keep the process alive at exit. Whatever the function raises, SystemExit and
+KeyboardInterrupt included, comes back as an error result.
 """
 
 from __future__ import annotations
@@ -13,13 +20,13 @@ import contextvars
 import inspect
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from devall_cli.config.function_signature import CONTEXT_PARAM
 from devall_cli.config.functions import (
-    CONTEXT_PARAM,
     FunctionInfo,
     FunctionResolutionError,
     enum_type,
@@ -30,6 +37,7 @@ from devall_cli.config.functions import (
 )
 from devall_cli.config.model import EMPTY, FunctionToolingConfig
 from devall_cli.errors import ConfigError
+from devall_cli.tools.arguments import ArgumentChecker
 from devall_cli.tools.attachments import AttachmentStore
 from devall_cli.tools.base import RawTool, ServerInfo, SourceKind, TextBlock, ToolResult
 from devall_cli.tools.normalize import normalize_value
@@ -55,14 +63,19 @@ class _Callable:
     info: FunctionInfo
     func: Callable[..., Any]
     signature: inspect.Signature
+    checker: ArgumentChecker
     fill_none: tuple[str, ...]  # Optional parameters without a default: None when omitted
     enums: Mapping[str, Any] = field(default_factory=dict)  # parameter → Enum class
 
     @classmethod
     def load(cls, info: FunctionInfo) -> _Callable:
+        """Import the function's module and prepare the call (runs in a worker thread)."""
         func = load_function(info)
         hints = read_type_hints(func)
-        signature = inspect.signature(func)
+        try:
+            signature = inspect.signature(func)
+        except (TypeError, ValueError) as exc:
+            raise FunctionResolutionError(f"{info.file}: '{info.name}': {exc}") from None
         fill_none, enums = [], {}
         for param in signature.parameters.values():
             hint = hints.get(param.name)
@@ -70,7 +83,11 @@ class _Callable:
                 fill_none.append(param.name)
             if hint is not None and (enum_cls := enum_type(hint)) is not None:
                 enums[param.name] = enum_cls
-        return cls(info, func, signature, tuple(fill_none), enums)
+        open_ended = any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
+        checker = ArgumentChecker(
+            info.input_schema, open_ended=open_ended, nullable=info.nullable
+        )
+        return cls(info, func, signature, checker, tuple(fill_none), enums)
 
 
 class _Failure:
@@ -103,6 +120,18 @@ def _run_in_thread(fn: Callable[[], T], name: str) -> asyncio.Future[T | _Failur
     return future
 
 
+def _call(func: Callable[..., Any], args: list[Any], kwargs: Mapping[str, Any]) -> Any:
+    """Call `func`; an awaitable it returns is run to its end on an event loop of this thread."""
+    value = func(*args, **kwargs)
+    if inspect.isawaitable(value):
+        value = asyncio.run(_awaited(value))
+    return value
+
+
+async def _awaited(awaitable: Awaitable[T]) -> T:
+    return await awaitable
+
+
 def _describe(exc: BaseException) -> str:
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
@@ -120,6 +149,7 @@ class FunctionSource:
         config: FunctionToolingConfig,
         store: AttachmentStore | None,
         context: Mapping[str, Any] | None = None,
+        import_modules: bool = True,
     ) -> None:
         self.id = id
         self.config = config
@@ -127,60 +157,84 @@ class FunctionSource:
         self.store = store
         # Read at call time, so a caller may keep it up to date (e.g. the current node).
         self.context = context if context is not None else EMPTY
-        self._functions: dict[str, _Callable] | None = None
+        # False for a source that only lists its tools: then no user code runs until a call.
+        self._import_modules = import_modules
+        self._infos: dict[str, FunctionInfo] | None = None
+        self._callables: dict[str, _Callable] = {}
         self._start_lock = asyncio.Lock()
 
     async def start(self) -> ServerInfo:
-        """Resolve and import the referenced functions; a bad reference is a ConfigError."""
+        """Read the referenced functions from source and import their modules (for a run).
+
+        A bad reference, or a module that fails to import, is a ConfigError.
+        """
         started = time.perf_counter()
         async with self._start_lock:
-            if self._functions is None:
-                outcome = await _run_in_thread(self._load, f"{self.id}-load")
-                if isinstance(outcome, _Failure):
-                    if isinstance(outcome.exc, FunctionResolutionError):
-                        raise ConfigError(outcome.exc.message) from None
-                    raise outcome.exc
-                self._functions = outcome
+            if self._infos is None:
+                infos = await self._in_thread(self._resolve, "resolve")
+                self._infos = {info.name: info for info in infos}
+            if self._import_modules:
+                await self._import(list(self._infos.values()))
         return ServerInfo(
             server_name="functions", connect_ms=(time.perf_counter() - started) * 1000
         )
 
-    def _load(self) -> dict[str, _Callable]:
-        infos = resolve_function_tools(Path(self.config.functions_dir), self.config.tools)
-        return {info.name: _Callable.load(info) for info in infos}
+    def _resolve(self) -> list[FunctionInfo]:
+        return resolve_function_tools(Path(self.config.functions_dir), self.config.tools)
 
-    async def _loaded(self) -> dict[str, _Callable]:
-        if self._functions is None:
+    async def _import(self, infos: list[FunctionInfo]) -> None:
+        missing = [info for info in infos if info.name not in self._callables]
+        if missing:
+            loaded = await self._in_thread(lambda: [_Callable.load(i) for i in missing], "import")
+            self._callables.update((c.info.name, c) for c in loaded)
+
+    async def _in_thread(self, work: Callable[[], T], what: str) -> T:
+        """Run resolving or importing in a worker thread: module code may block or never end."""
+        outcome = await _run_in_thread(work, f"{self.id}-{what}")
+        if isinstance(outcome, _Failure):
+            if isinstance(outcome.exc, FunctionResolutionError):
+                raise ConfigError(outcome.exc.message) from None
+            raise outcome.exc
+        return outcome
+
+    async def _resolved(self) -> dict[str, FunctionInfo]:
+        if self._infos is None:
             await self.start()
-        assert self._functions is not None
-        return self._functions
+        assert self._infos is not None
+        return self._infos
 
     async def list_tools(self) -> list[RawTool]:
-        """One tool per resolved function, in declaration order."""
+        """One tool per resolved function, in declaration order (nothing is imported)."""
         return [
             RawTool(
-                name=c.info.name,
-                description=c.info.description,
-                input_schema=c.info.input_schema,
-                meta={"module": c.info.module, "file": c.info.file},
+                name=info.name,
+                description=info.description,
+                input_schema=info.input_schema,
+                meta={"module": info.module, "file": info.file},
             )
-            for c in (await self._loaded()).values()
+            for info in (await self._resolved()).values()
         ]
 
     async def call_tool(self, name: str, arguments: Mapping[str, Any]) -> ToolResult:
-        """Call a function in a worker thread; every failure comes back as an error result."""
+        """Check the arguments, then call the function in a worker thread.
+
+        Every failure of the call comes back as an error result: `invalid_arguments` (the
+        function was not called), `timeout`, or `tool_error` with what it raised.
+        """
         started = time.perf_counter()
-        target = (await self._loaded()).get(name)
-        if target is None:
+        info = (await self._resolved()).get(name)
+        if info is None:
             return self._error(name, f"unknown tool '{name}'", "unknown_tool", started)
-        try:
-            kwargs = self._arguments(target, arguments)
-        except (TypeError, ValueError) as exc:
-            message = f"invalid arguments for '{name}': {exc}"
-            return self._error(name, message, "bad_arguments", started)
+        await self._import([info])
+        target = self._callables[name]
+        prepared = self._prepare(target, arguments)
+        if isinstance(prepared, str):
+            message = f"invalid arguments for '{name}': {prepared}"
+            return self._error(name, message, "invalid_arguments", started)
+        args, kwargs = prepared
         timeout = self.config.timeout if self.config.timeout > 0 else None
         try:
-            outcome = await asyncio.wait_for(self._invoke(target, kwargs), timeout)
+            outcome = await asyncio.wait_for(self._invoke(target, args, kwargs), timeout)
         except TimeoutError:
             message = f"tool '{name}' timed out after {self.config.timeout:g}s"
             return self._error(name, message, "timeout", started)
@@ -188,9 +242,24 @@ class FunctionSource:
             return self._error(name, _describe(outcome.exc), "tool_error", started)
         return ToolResult(blocks=outcome, duration_ms=_elapsed_ms(started))
 
-    def _arguments(self, target: _Callable, arguments: Mapping[str, Any]) -> dict[str, Any]:
-        """Keyword arguments for the call; raises TypeError/ValueError when they do not fit."""
-        kwargs = {k: v for k, v in arguments.items() if k != CONTEXT_PARAM}
+    def _prepare(
+        self, target: _Callable, arguments: Mapping[str, Any]
+    ) -> tuple[list[Any], dict[str, Any]] | str:
+        """The call's positional and keyword arguments, or what is wrong with them."""
+        arguments = {k: v for k, v in arguments.items() if k != CONTEXT_PARAM}
+        problems = target.checker.problems(arguments)
+        if problems:
+            return "; ".join(problems)
+        try:
+            return self._arguments(target, arguments)
+        except (TypeError, ValueError) as exc:
+            return str(exc)
+
+    def _arguments(
+        self, target: _Callable, arguments: Mapping[str, Any]
+    ) -> tuple[list[Any], dict[str, Any]]:
+        """Positional and keyword arguments; raises TypeError/ValueError when they do not fit."""
+        kwargs = dict(arguments)
         for param in target.fill_none:
             kwargs.setdefault(param, None)
         for param, enum_cls in target.enums.items():
@@ -198,8 +267,14 @@ class FunctionSource:
                 kwargs[param] = enum_cls(kwargs[param])
         if target.info.accepts_context:
             kwargs[CONTEXT_PARAM] = self._context_for(target.info.name)
-        target.signature.bind(**kwargs)
-        return kwargs
+        args: list[Any] = []
+        for parameter in target.signature.parameters.values():
+            # Positional-only parameters are named in the schema but cannot be passed by name.
+            if parameter.kind is not parameter.POSITIONAL_ONLY or parameter.name not in kwargs:
+                break
+            args.append(kwargs.pop(parameter.name))
+        target.signature.bind(*args, **kwargs)
+        return args, kwargs
 
     def _context_for(self, tool_name: str) -> FunctionContext:
         workflow_dir = self.context.get("workflow_dir")
@@ -211,18 +286,14 @@ class FunctionSource:
             tool_name=tool_name,
         )
 
-    async def _invoke(self, target: _Callable, kwargs: dict[str, Any]) -> Any:
-        """The normalized blocks of one call, or a `_Failure`."""
+    async def _invoke(
+        self, target: _Callable, args: list[Any], kwargs: dict[str, Any]
+    ) -> Any:
+        """The normalized blocks of one call, or a `_Failure`; sync and async functions alike."""
         name = target.info.name
-        if inspect.iscoroutinefunction(target.func):
-            try:
-                value = await target.func(**kwargs)
-            except Exception as exc:
-                return _Failure(exc)
-            return normalize_value(value, tool_name=name, store=self.store)
 
         def call() -> Any:
-            value = target.func(**kwargs)
+            value = _call(target.func, args, kwargs)
             return normalize_value(value, tool_name=name, store=self.store)
 
         return await _run_in_thread(call, name)
@@ -238,7 +309,8 @@ class FunctionSource:
 
     async def close(self) -> None:
         """Nothing to release: abandoned calls run in daemon threads."""
-        self._functions = None
+        self._infos = None
+        self._callables = {}
 
 
 def _elapsed_ms(started: float) -> float:

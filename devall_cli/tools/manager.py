@@ -63,6 +63,7 @@ class ToolManager:
         run_dir: Path | None = None,
         bus: EventBus | None = None,
         store: Any = None,
+        import_functions: bool = True,
     ) -> None:
         self.workflow = workflow
         self.plan = plan_sources(workflow)
@@ -81,6 +82,7 @@ class ToolManager:
             on_log=self._on_log,
             on_restart=self._on_restart,
             redact=self._redact,
+            import_functions=import_functions,
         )
         self._sources: dict[str, ToolSource] = {}
         self._infos: dict[str, ServerInfo] = {}

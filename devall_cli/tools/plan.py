@@ -113,6 +113,7 @@ class SourceContext:
     on_log: LogCallback | None = None
     on_restart: Callable[[str, int], None] | None = None
     redact: Callable[[str], str] | None = None  # masks secrets in server log lines
+    import_functions: bool = True  # False: function modules are read, not run, until a call
 
 
 def build_source(plan: SourcePlan, ctx: SourceContext) -> ToolSource:
@@ -143,4 +144,10 @@ def build_source(plan: SourcePlan, ctx: SourceContext) -> ToolSource:
         "workflow_dir": ctx.workflow_dir,
         "attachment_store": ctx.store,
     }
-    return FunctionSource(id=plan.id, config=cfg, store=ctx.store, context=context)
+    return FunctionSource(
+        id=plan.id,
+        config=cfg,
+        store=ctx.store,
+        context=context,
+        import_modules=ctx.import_functions,
+    )

@@ -158,3 +158,65 @@ def _ppid(pid: int) -> int:
         return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
     except (OSError, IndexError, ValueError):
         return -1
+
+
+def test_sigterm_while_an_async_function_blocks_its_thread(tmp_path: Path) -> None:
+    functions = tmp_path / "functions"
+    functions.mkdir()
+    (functions / "stuck.py").write_text(
+        textwrap.dedent(
+            '''
+            import time
+
+
+            async def stuck(seconds: float) -> str:
+                """Block the thread for a long time."""
+                time.sleep(seconds)
+                return "woke up"
+            '''
+        )
+    )
+    workflow = tmp_path / "wf.yaml"
+    workflow.write_text(
+        textwrap.dedent(
+            """
+            graph:
+              id: sig
+              start: [a]
+              nodes:
+                - id: a
+                  type: agent
+                  config:
+                    provider: scripted
+                    script:
+                      - tool_calls: [{name: stuck, arguments: {seconds: 30}}]
+                      - content: never reached
+                    tooling:
+                      - type: function
+                        config: {tools: [{name: stuck}], timeout: 60}
+            """
+        )
+    )
+    run_dir = tmp_path / "run"
+    proc = subprocess.Popen(
+        [str(DEVALL), "run", str(workflow), "--out", str(run_dir)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert wait_for(lambda: any(e["kind"] == "tool.call" for e in events(run_dir)), 30)
+        time.sleep(0.3)  # the function is now inside its blocking call
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=10)
+        elapsed = time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 143, err
+    assert elapsed < 5.0  # not the 30 s the function blocks for
+    assert "Traceback" not in err and out == ""
+    result = json.loads((run_dir / "result.json").read_text())
+    assert result["status"] == "interrupted" and result["exit_code"] == 143

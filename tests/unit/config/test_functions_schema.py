@@ -153,26 +153,44 @@ def test_missing_directory_is_named(tmp_path: Path) -> None:
     assert caught.value.index is None
 
 
+def test_resolving_reads_the_source_and_never_runs_it(tmp_path: Path) -> None:
+    marker = tmp_path / "ran.txt"
+    (tmp_path / "side.py").write_text(textwrap.dedent(f'''
+        def touch(n: int) -> int:
+            """Return n."""
+            return n
+
+        open({str(marker)!r}, "w").close()
+        raise SystemExit(0)
+    '''))
+    (info,) = resolve(tmp_path, "side:All")
+    assert (info.name, info.input_schema["required"]) == ("touch", ["n"])
+    assert not marker.exists()
+    assert one(BROKEN, "never").input_schema["required"] == ["x"]  # fails only when imported
+
+
 def test_import_failure_names_file_and_line_without_traceback() -> None:
+    info = one(BROKEN, "never")
     with pytest.raises(FunctionResolutionError) as caught:
-        resolve(BROKEN, "broken:All")
+        load_function(info)
     message = caught.value.message
     assert f"{BROKEN / 'broken.py'}:11: cannot import function module: KeyError" in message
     assert "Traceback" not in message and "\n" not in message
-    assert caught.value.index == 0
 
 
-def test_a_broken_module_does_not_hide_functions_of_good_ones() -> None:
-    assert one(BROKEN, "fine").module == "good"
+def test_an_unreadable_module_does_not_hide_functions_of_good_ones(tmp_path: Path) -> None:
+    (tmp_path / "good.py").write_text("def fine() -> str:\n    return 'fine'\n")
+    (tmp_path / "bad.py").write_text("def never(:\n")
+    assert one(tmp_path, "fine").module == "good"
     with pytest.raises(FunctionResolutionError) as caught:
-        resolve(BROKEN, "never")
+        resolve(tmp_path, "never")
     assert "unknown function 'never'" in caught.value.message
-    assert "broken.py" in caught.value.message  # the likely reason is shown
+    assert "bad.py:1: cannot read function module" in caught.value.message  # the likely reason
 
 
 def test_syntax_error_is_reported_with_its_line(tmp_path: Path) -> None:
     (tmp_path / "bad.py").write_text("def ok() -> int:\n    return 1\n\ndef broken(:\n")
-    with pytest.raises(FunctionResolutionError, match=r"bad\.py:4: cannot import"):
+    with pytest.raises(FunctionResolutionError, match=r"bad\.py:4: cannot read function module"):
         resolve(tmp_path, "bad:All")
 
 

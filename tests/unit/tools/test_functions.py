@@ -106,21 +106,61 @@ async def test_unknown_tool_is_an_error_result() -> None:
 @pytest.mark.parametrize(
     ("arguments", "fragment"),
     [
-        ({"a": 1}, "missing a required argument: 'b'"),
-        ({"a": 1, "b": 2, "c": 3}, "unexpected keyword argument 'c'"),
+        ({"a": 1}, "missing required argument 'b' (an integer)"),
+        ({"a": 1, "b": 2, "c": 3}, "unknown argument 'c' (parameters: a, b)"),
+        ({"a": 1, "b": True}, "'b' must be an integer, got true"),
     ],
 )
 async def test_bad_arguments_are_an_error_result(arguments: dict[str, int], fragment: str) -> None:
     result = await make_source("add").call_tool("add", arguments)
-    assert (result.is_error, result.error_class) == (True, "bad_arguments")
-    assert text(result).startswith("invalid arguments for 'add': ")
-    assert fragment in text(result)
+    assert (result.is_error, result.error_class) == (True, "invalid_arguments")
+    assert text(result) == f"invalid arguments for 'add': {fragment}"
+
+
+async def test_every_problem_is_named_in_parameter_order() -> None:
+    result = await make_source("get_weather").call_tool(
+        "get_weather", {"hours": [1, "2"], "days": 1.5, "extra": 0}
+    )
+    assert text(result) == (
+        "invalid arguments for 'get_weather': unknown argument 'extra' "
+        "(parameters: city, days, unit, detail, hours); "
+        "missing required argument 'city' (a string); "
+        "'days' must be an integer, got 1.5; "
+        "'hours[1]' must be an integer, got \"2\""
+    )
+
+
+async def test_null_is_accepted_where_the_function_accepts_none() -> None:
+    # `hours: list[int] | None = None` and `unit: Unit = Unit.CELSIUS`.
+    source = make_source("get_weather")
+    result = await source.call_tool("get_weather", {"city": "Oslo", "hours": None})
+    assert text(result) == "Oslo: sunny for 1 day(s) in celsius (short, hours=None)"
+    refused = await source.call_tool("get_weather", {"city": "Oslo", "unit": None})
+    assert text(refused) == (
+        "invalid arguments for 'get_weather': 'unit' must be one of \"celsius\", \"fahrenheit\", "
+        "got null"
+    )
 
 
 async def test_bad_enum_value_is_an_error_result() -> None:
     result = await make_source("convert").call_tool("convert", {"temperature": 1, "unit": "K"})
-    assert result.error_class == "bad_arguments"
-    assert "'K' is not a valid Unit" in text(result)
+    assert result.error_class == "invalid_arguments"
+    assert text(result) == (
+        "invalid arguments for 'convert': 'unit' must be one of \"celsius\", \"fahrenheit\", "
+        "got \"K\""
+    )
+
+
+async def test_positional_only_and_keyword_parameters_are_passed_as_declared(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "shapes.py").write_text(
+        "def box(width: int, /, height: int = 1, *, label: str = '', **extra: int) -> str:\n"
+        "    return f'{width}x{height} {label} {sorted(extra)}'\n"
+    )
+    source = make_source("box", directory=tmp_path)
+    result = await source.call_tool("box", {"width": 2, "label": "b", "depth": 3})
+    assert text(result) == "2x1 b ['depth']"  # **extra takes arguments the schema does not name
 
 
 async def test_timeout_returns_an_error_and_the_source_stays_usable() -> None:
