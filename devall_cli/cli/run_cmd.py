@@ -22,6 +22,7 @@ from devall_cli.cli.common import (
     stderr_console,
 )
 from devall_cli.errors import RunFailedError, UsageError
+from devall_cli.text import clean_text
 
 
 def read_task(task: str | None, task_file: str | None) -> str:
@@ -29,13 +30,24 @@ def read_task(task: str | None, task_file: str | None) -> str:
     if task is not None and task_file is not None:
         raise UsageError("give --task or --task-file, not both")
     if task_file == "-":
-        return sys.stdin.read()
+        # Bytes, decoded here as a file is: the stream's own decoding would raise mid-read.
+        return _decode_task(sys.stdin.buffer.read(), "the task from standard input")
     if task_file is not None:
         try:
-            return Path(task_file).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
+            raw = Path(task_file).read_bytes()
+        except OSError as exc:
             raise UsageError(f"cannot read --task-file {task_file}: {exc}") from None
-    return task or ""
+        return _decode_task(raw, f"--task-file {task_file}")
+    # argv holds bytes that are not UTF-8 as lone surrogates (surrogateescape).
+    return clean_text(task or "")
+
+
+def _decode_task(raw: bytes, what: str) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        where = f"byte 0x{raw[exc.start]:02x} at byte offset {exc.start}"
+        raise UsageError(f"cannot read {what}: it is not valid UTF-8 ({where})") from None
 
 
 @app.command("run")

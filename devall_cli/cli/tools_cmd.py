@@ -22,6 +22,7 @@ from devall_cli.cli.common import (
     stdout_console,
 )
 from devall_cli.errors import ExitCode
+from devall_cli.text import clean_value
 
 tools_app = typer.Typer(
     help="Inspect and call the tools a workflow's nodes will see.", no_args_is_help=True
@@ -173,7 +174,8 @@ def _parse_args(text: str) -> dict[str, Any]:
         raise typer.BadParameter(f"not valid JSON: {exc}", param_hint="--args") from None
     if not isinstance(value, dict):
         raise typer.BadParameter("must be a JSON object", param_hint="--args")
-    return value
+    cleaned: dict[str, Any] = clean_value(value)  # "\ud800" escapes and argv's surrogates
+    return cleaned
 
 
 def _print_blocks(

@@ -1,0 +1,128 @@
+"""Foreign text through the CLI: lone surrogates from servers, models, files and argv.
+
+Text from outside reaches every record, the model and the servers (lone surrogates as U+FFFD).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.cli.test_reliability_cli import (
+    API_KEY,
+    events,
+    invoke,
+    local_tooling,
+    of_kind,
+    tool_messages,
+    workflow,
+)
+from tests.servers.fake_llm import FakeLLM
+from tests.servers.serve import SERVERS_DIR
+
+ODD = SERVERS_DIR / "odd_text_server.py"
+
+
+@pytest.fixture
+def llm() -> Iterator[FakeLLM]:
+    with FakeLLM() as fake:
+        yield fake
+
+
+def run_llm(wf: Path, *args: str) -> tuple[int, str, str]:
+    return invoke("run", str(wf), "--out", "run", "--var", f"LLM_KEY={API_KEY}", *args)
+
+
+def scripted(tmp_path: Path, *turns: dict[str, object], **settings: object) -> Path:
+    """A scripted agent using the odd text server; JSON escapes carry the odd text into YAML."""
+    return workflow(tmp_path, local_tooling(ODD, **settings), script=list(turns))
+
+
+# --- item 1: lone surrogates --------------------------------------------------------------------
+
+
+def test_lone_surrogates_from_a_server_and_the_model_become_replacement_characters(
+    tmp_path: Path, llm: FakeLLM
+) -> None:
+    wf = workflow(tmp_path, local_tooling(ODD), llm=llm)
+    calls = [("lone", {}), ("notify", {}), ("echo", {"text": "x\ud800y"})]
+    llm.enqueue(
+        FakeLLM.tool_call_reply(calls, content="thinking \ud800"),
+        FakeLLM.tool_call_reply([("echo", {"text": "again"})]),
+        "answer \ud800",
+    )
+    # Undecodable bytes in argv reach Python as lone surrogates (surrogateescape).
+    code, out, err = run_llm(wf, "--task", "task \udcff")
+    assert code == 0, err
+    assert out == "answer \ufffd\n"
+    assert "internal error" not in err and "failed" not in err and "Traceback" not in err
+    run = Path("run")
+    assert [e["kind"] for e in events(run)][-1] == "run.finished"
+    result = json.loads((run / "result.json").read_text(encoding="utf-8"))
+    assert result["status"] == "ok" and result["output"] == "answer \ufffd"
+    assert result["task"] == "task \ufffd"
+    offered = {t["function"]["name"]: t["function"] for t in llm.requests[0].body["tools"]}
+    assert offered["lone"]["description"] == (
+        "Returns a lone surrogate \ufffd in text and structure."
+    )
+    sent = tool_messages(llm.requests[1].body)
+    assert sent["call_fake_1"] == "a\ufffdb"
+    assert sent["call_fake_3"] == "x\ufffdy"  # what the server was sent, echoed back
+    last = [m for m in llm.requests[2].body["messages"] if m["role"] == "tool"][-1]
+    assert last["content"] == "again"  # the session still serves calls
+    (reply, _, _) = of_kind(run, "model.reply")
+    assert reply["content"] == "thinking \ufffd"
+    echo = next(e for e in of_kind(run, "tool.call") if e["original_name"] == "echo")
+    assert echo["arguments"] == {"text": "x\ufffdy"}
+    log = (run / "servers" / "odd_text_server.log").read_text(encoding="utf-8")
+    assert "warning (odd\ufffd): note \ufffd\x1b[2J" in log and "\ufffd" in log
+
+
+def test_lone_surrogates_in_yaml_vars_and_the_environment_are_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ODD_ENV", "e\udcff")  # an environment value that is not UTF-8
+    texts = ["y\ud800", "${ODD_VAR}", "${ODD_ENV}"]
+    wf = scripted(
+        tmp_path,
+        {"tool_calls": [{"name": "echo", "arguments": {"text": t}} for t in texts]},
+        {"content": "{tool_results} \ud800"},
+    )
+    code, out, err = invoke("run", str(wf), "--out", "run", "--var", "ODD_VAR=v\udcff")
+    assert code == 0, err
+    assert out == "y\ufffd\nv\ufffd\ne\ufffd \ufffd\n"
+    results = [e["blocks"][0]["text"] for e in of_kind(Path("run"), "tool.result")]
+    assert results == ["y\ufffd", "v\ufffd", "e\ufffd"]
+
+
+def test_tools_list_and_call_carry_lone_surrogates_as_replacement_characters(
+    tmp_path: Path,
+) -> None:
+    wf = scripted(tmp_path, {"content": "x"})
+    code, out, err = invoke("tools", "list", str(wf), "--json")
+    assert code == 0, err
+    described = {row["name"]: row for row in json.loads(out)}
+    assert described["lone"]["description"] == (
+        "Returns a lone surrogate \ufffd in text and structure."
+    )
+    assert described["echo"]["input_schema"]["properties"]["text"]["description"] == "text \ufffd"
+    code, out, err = invoke("tools", "call", str(wf), "lone", "--json")
+    assert code == 0, err
+    assert json.loads(out)["blocks"][0]["text"] == "a\ufffdb"
+    code, out, err = invoke("tools", "call", str(wf), "echo", "--args", '{"text": "\\ud800"}')
+    assert (code, out) == (0, "\ufffd\n"), err
+
+
+def test_a_task_on_stdin_that_is_not_utf8_is_a_usage_error(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from devall_cli.cli.app import app
+
+    wf = scripted(tmp_path, {"content": "x"})
+    result = CliRunner().invoke(app, ["run", str(wf), "--task-file", "-"], input=b"caf\xe9\n")
+    assert result.exit_code == 2, result.stderr
+    assert "devall: error: cannot read the task from standard input" in result.stderr
+    assert "not valid UTF-8" in result.stderr and "internal error" not in result.stderr
