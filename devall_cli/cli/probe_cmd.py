@@ -16,7 +16,9 @@ from devall_cli.cli.common import (
     error_boundary,
     load,
     print_json,
+    print_line,
     run_async,
+    shown,
     stdout_console,
 )
 from devall_cli.errors import ExitCode, UsageError
@@ -120,7 +122,7 @@ def _print_table(rows: list[dict[str, Any]]) -> None:
         "server", "kind", "target", "status", "protocol", "name", "tools", "connect", "list"
     )
     for r in rows:
-        table.add_row(
+        cells = (
             r["id"],
             r["kind"],
             r["target"],
@@ -131,13 +133,14 @@ def _print_table(rows: list[dict[str, Any]]) -> None:
             _ms(r["connect_ms"]),
             _ms(r["list_ms"]),
         )
+        table.add_row(*(shown(cell) for cell in cells))
     console = stdout_console()
     console.print(table)
     for r in rows:
         if not r["ok"]:
-            console.print(f"{r['id']}: {r['status']}: {r['error']}", markup=False)
+            print_line(console, f"{r['id']}: {r['status']}: {r['error']}")
             for line in r["log_tail"][-5:]:
-                console.print(f"  | {line}", markup=False)
+                print_line(console, f"  | {line}")
 
 
 def _ms(value: float | None) -> str:

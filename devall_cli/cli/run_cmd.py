@@ -18,8 +18,11 @@ from devall_cli.cli.common import (
     WorkflowArg,
     error_boundary,
     load,
+    print_line,
     run_async,
     stderr_console,
+    write_json_text,
+    write_product,
 )
 from devall_cli.errors import RunFailedError, UsageError
 from devall_cli.text import clean_text
@@ -127,12 +130,10 @@ def run_command(
         console.close()
         jsonl.close()
         if json_output and result_path.exists():
-            sys.stdout.write(result_path.read_text(encoding="utf-8"))
-            sys.stdout.flush()
+            write_json_text(result_path.read_text(encoding="utf-8"))
     if not json_output:
         output = redactor.text(result.output)
-        sys.stdout.write(output + ("" if output.endswith("\n") else "\n"))
-        sys.stdout.flush()
+        write_product(output + ("" if output.endswith("\n") else "\n"))
     lost = [e for e in bus.sink_errors if e.startswith(("ResultSink", "JsonlSink"))]
     if lost:
         raise RunFailedError(redactor.text(f"the run's records are incomplete: {lost[0]}"))
@@ -141,4 +142,4 @@ def run_command(
 def _warn_sink(sink: object, exc: BaseException, mask: Callable[[str], str]) -> None:
     """A sink failed (once): say so, but let the run go on."""
     name = type(sink).__name__
-    stderr_console().print(f"devall: warning: {mask(f'{name} failed: {exc}')}", markup=False)
+    print_line(stderr_console(), f"devall: warning: {mask(f'{name} failed: {exc}')}")

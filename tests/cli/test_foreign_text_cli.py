@@ -1,11 +1,18 @@
-"""Foreign text through the CLI: lone surrogates from servers, models, files and argv.
+"""Foreign text through the CLI: lone surrogates, Rich markup and terminal control sequences.
 
-Text from outside reaches every record, the model and the servers (lone surrogates as U+FFFD).
+Text from servers, models, files and argv reaches every record (lone surrogates as U+FFFD), is
+printed verbatim (never as markup or emoji), reaches the terminal only with its control
+characters escaped, and leaves the product on stdout exact when stdout is not a terminal.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import pty
+import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,15 +28,25 @@ from tests.cli.test_reliability_cli import (
     workflow,
 )
 from tests.servers.fake_llm import FakeLLM
+from tests.servers.odd_text_server import CONTROLS, MARKUP
 from tests.servers.serve import SERVERS_DIR
 
 ODD = SERVERS_DIR / "odd_text_server.py"
+# What must never reach a terminal: C0 controls but tab and newline, DEL, C1, surrogates.
+RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+SHOWN_CONTROLS = "before\\x1b[2J\\x1b]0;pwned\\x07\\x1b]52;c;ZXZpbA==\\x07\\x9b31m\\x7fafter"
 
 
 @pytest.fixture
 def llm() -> Iterator[FakeLLM]:
     with FakeLLM() as fake:
         yield fake
+
+
+@pytest.fixture
+def wide(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tables wide enough that no cell is wrapped."""
+    monkeypatch.setenv("COLUMNS", "1000")
 
 
 def run_llm(wf: Path, *args: str) -> tuple[int, str, str]:
@@ -126,3 +143,99 @@ def test_a_task_on_stdin_that_is_not_utf8_is_a_usage_error(tmp_path: Path) -> No
     assert result.exit_code == 2, result.stderr
     assert "devall: error: cannot read the task from standard input" in result.stderr
     assert "not valid UTF-8" in result.stderr and "internal error" not in result.stderr
+
+
+# --- item 2: markup and emoji codes -------------------------------------------------------------
+
+
+def test_tools_list_shows_descriptions_verbatim(tmp_path: Path, wide: None) -> None:
+    wf = scripted(tmp_path, {"content": "x"})
+    code, out, err = invoke("tools", "list", str(wf))
+    assert code == 0, err
+    assert "Reads [/etc/hosts]-style paths; :warning: [bold]x[/bold]" in out
+    assert "⚠" not in out
+    assert "Says " + SHOWN_CONTROLS in out
+    assert RAW_CONTROL.search(out + err) is None
+
+
+def test_probe_shows_server_names_verbatim_and_escaped(tmp_path: Path, wide: None) -> None:
+    wf = scripted(tmp_path, {"content": "x"})
+    code, out, err = invoke("probe", str(wf))
+    assert code == 0, err
+    assert "odd [/x] :bug: \ufffd\\x1b]0;pwned\\x07" in out
+    assert RAW_CONTROL.search(out + err) is None
+    code, out, err = invoke("probe", str(wf), "--json")
+    assert code == 0, err
+    (server,) = json.loads(out)["servers"]
+    assert server["server_name"] == "odd [/x] :bug: \ufffd\x1b]0;pwned\x07"  # exact in records
+
+
+def test_tools_call_prints_text_blocks_byte_exact(tmp_path: Path) -> None:
+    wf = scripted(tmp_path, {"content": "x"})
+    code, out, err = invoke("tools", "call", str(wf), "markup")
+    assert (code, out) == (0, MARKUP + "\n"), err
+    code, out, err = invoke("tools", "call", str(wf), "controls")
+    assert (code, out) == (0, CONTROLS + "\n"), err  # stdout is not a terminal: exact
+
+
+def test_the_run_trace_shows_markup_verbatim_and_controls_escaped(tmp_path: Path) -> None:
+    calls = [{"name": name, "arguments": {}} for name in ("markup", "controls")]
+    wf = scripted(tmp_path, {"tool_calls": calls}, {"content": "said {tool_results}"})
+    code, out, err = invoke("run", str(wf), "--out", "run", "--verbose")
+    assert code == 0, err
+    assert ":bug: [bold]x[/bold]" in err and "[/etc/hosts] :warning:" in err
+    assert "🐛" not in err and "⚠" not in err
+    assert SHOWN_CONTROLS in err and "odd text server ready " + SHOWN_CONTROLS in err
+    assert RAW_CONTROL.search(err) is None
+    assert out == f"said {MARKUP}\n{CONTROLS}\n"  # the product on a pipe stays exact
+    texts = [e["blocks"][0]["text"] for e in of_kind(Path("run"), "tool.result")]
+    assert texts == [MARKUP, CONTROLS]  # and so do the records
+
+
+def test_validate_shows_var_values_verbatim_and_escaped(tmp_path: Path) -> None:
+    wf = workflow(tmp_path, script=[{"content": "x"}], name="m${X}")
+    code, out, err = invoke("validate", str(wf), "--var", "X=\x1b[2J :warning: [bold]b[/bold]")
+    assert code == 0, err
+    assert "(scripted: m\\x1b[2J :warning: [bold]b[/bold])" in out
+    assert RAW_CONTROL.search(out + err) is None
+
+
+# --- item 3: control characters on the console --------------------------------------------------
+
+
+def test_error_lines_escape_control_characters(tmp_path: Path) -> None:
+    tooling = local_tooling(Path("x"), command="no-such-command-${X}")
+    wf = workflow(tmp_path, tooling, script=[{"content": "x"}])
+    code, _, err = invoke("run", str(wf), "--out", "run", "--var", "X=\x1b]0;pwned\x07")
+    assert code == 4, err
+    assert "no-such-command-\\x1b]0;pwned\\x07" in err
+    assert RAW_CONTROL.search(err) is None
+
+
+def test_the_answer_on_a_terminal_is_escaped(tmp_path: Path) -> None:
+    wf = workflow(tmp_path, script=[{"content": "done\x1b]0;pwned\x07\tok"}])
+    primary, secondary = pty.openpty()
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "devall_cli", "run", str(wf), "--out", "run", "-q"],
+            stdout=secondary,
+            stderr=subprocess.PIPE,
+            timeout=30,
+            env={**os.environ, "NO_COLOR": "1"},
+        )
+        os.close(secondary)
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(primary, 4096)
+            except OSError:  # EIO: the terminal's other side is closed
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        os.close(primary)
+    assert proc.returncode == 0, proc.stderr
+    assert shown.decode() == "done\\x1b]0;pwned\\x07\tok\r\n"
+    result = json.loads(Path("run/result.json").read_text(encoding="utf-8"))
+    assert result["output"] == "done\x1b]0;pwned\x07\tok"
