@@ -22,6 +22,7 @@ from devall_cli.cli.common import (
     stdout_console,
 )
 from devall_cli.errors import ExitCode, UsageError
+from devall_cli.text import visible
 
 
 @app.command("probe")
@@ -157,15 +158,26 @@ def _write_junit(path: Path, rows: list[dict[str, Any]]) -> None:
     for r in rows:
         seconds = ((r["connect_ms"] or 0) + (r["list_ms"] or 0)) / 1000
         case = ElementTree.SubElement(
-            suite, "testcase", classname=f"probe.{r['kind']}", name=r["id"], time=f"{seconds:.3f}"
+            suite,
+            "testcase",
+            classname=_xml(f"probe.{r['kind']}"),
+            name=_xml(r["id"]),
+            time=f"{seconds:.3f}",
         )
         if not r["ok"]:
             failure = ElementTree.SubElement(
-                case, "failure", type=r["status"], message=r["error"] or ""
+                case, "failure", type=_xml(r["status"]), message=_xml(r["error"] or "")
             )
-            failure.text = "\n".join([r["target"], *r["log_tail"]])
+            failure.text = _xml("\n".join([r["target"], *r["log_tail"]]))
         else:
             out = ElementTree.SubElement(case, "system-out")
-            out.text = f"{r['target']}: {r['tools']} tools, protocol {r['protocol_version']}"
+            out.text = _xml(
+                f"{r['target']}: {r['tools']} tools, protocol {r['protocol_version']}"
+            )
     path.parent.mkdir(parents=True, exist_ok=True)
     ElementTree.ElementTree(suite).write(path, encoding="utf-8", xml_declaration=True)
+
+
+def _xml(text: str) -> str:
+    """Text XML 1.0 can hold: the characters it forbids (most controls) shown escaped."""
+    return visible(text, multiline=True)

@@ -15,11 +15,13 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 
 from tests.cli.test_reliability_cli import (
     API_KEY,
+    HOSTILE,
     events,
     invoke,
     local_tooling,
@@ -58,7 +60,7 @@ def scripted(tmp_path: Path, *turns: dict[str, object], **settings: object) -> P
     return workflow(tmp_path, local_tooling(ODD, **settings), script=list(turns))
 
 
-# --- item 1: lone surrogates --------------------------------------------------------------------
+# --- lone surrogates ------------------------------------------------------------------------------
 
 
 def test_lone_surrogates_from_a_server_and_the_model_become_replacement_characters(
@@ -145,7 +147,7 @@ def test_a_task_on_stdin_that_is_not_utf8_is_a_usage_error(tmp_path: Path) -> No
     assert "not valid UTF-8" in result.stderr and "internal error" not in result.stderr
 
 
-# --- item 2: markup and emoji codes -------------------------------------------------------------
+# --- markup and emoji codes -----------------------------------------------------------------------
 
 
 def test_tools_list_shows_descriptions_verbatim(tmp_path: Path, wide: None) -> None:
@@ -200,7 +202,7 @@ def test_validate_shows_var_values_verbatim_and_escaped(tmp_path: Path) -> None:
     assert RAW_CONTROL.search(out + err) is None
 
 
-# --- item 3: control characters on the console --------------------------------------------------
+# --- control characters on the console ------------------------------------------------------------
 
 
 def test_error_lines_escape_control_characters(tmp_path: Path) -> None:
@@ -239,3 +241,20 @@ def test_the_answer_on_a_terminal_is_escaped(tmp_path: Path) -> None:
     assert shown.decode() == "done\\x1b]0;pwned\\x07\tok\r\n"
     result = json.loads(Path("run/result.json").read_text(encoding="utf-8"))
     assert result["output"] == "done\x1b]0;pwned\x07\tok"
+
+
+# --- JUnit ----------------------------------------------------------------------------------------
+
+
+def test_junit_is_well_formed_whatever_the_server_log_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ODD_LOG", "\x1b[2J\x01\x0b\x0c\x7f\x9b\ufffe end")
+    junit = tmp_path / "probe.xml"
+    command = f"{sys.executable} {HOSTILE} --fail-with-env ODD_LOG"
+    code, out, err = invoke("probe", "--command", command, "--junit", str(junit))
+    assert code == 1, err
+    failure = ElementTree.parse(junit).getroot().find("testcase/failure")
+    assert failure is not None and failure.text is not None
+    assert "ODD_LOG=\\x1b[2J\\x01\\x0b\\x0c\\x7f\\x9b\\ufffe end" in failure.text
+    assert "ODD_LOG=\\x1b[2J" in out and RAW_CONTROL.search(out + err) is None
