@@ -23,6 +23,11 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _BODY_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
 # The same plus tab and newline: shown escaped in single-line fields (a name, a table cell).
 _LINE_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+# In JSON text, read left to right: an escaped backslash, a surrogate pair, or a lone surrogate.
+_JSON_SURROGATE = re.compile(
+    rb"\\\\|\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+    rb"|\\u[dD][89a-fA-F][0-9a-fA-F]{2}"
+)
 
 
 def clean_text(text: str) -> str:
@@ -53,6 +58,23 @@ def clean_value(value: Any) -> Any:
             return value
         return items if isinstance(value, list) else tuple(items)
     return value
+
+
+def clean_json_escapes(data: bytes) -> bytes:
+    """JSON text with every escaped lone surrogate (`\\ud800`) written as `\\ufffd` instead.
+
+    For parsers that refuse such escapes outright (pydantic's): the document then parses, with
+    U+FFFD in place of each lone surrogate, as `clean_value` would leave it. `data` may be any
+    run of whole lines of JSON text (escapes never span a line break).
+    """
+    if b"\\" not in data:
+        return data
+    return _JSON_SURROGATE.sub(_keep_or_replace, data)
+
+
+def _keep_or_replace(found: re.Match[bytes]) -> bytes:
+    # Six bytes is a lone surrogate; an escaped backslash (2) or a valid pair (12) stays.
+    return b"\\ufffd" if len(found.group()) == 6 else found.group()
 
 
 def visible(text: str, *, multiline: bool = False) -> str:

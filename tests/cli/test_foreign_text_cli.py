@@ -26,12 +26,13 @@ from tests.cli.test_reliability_cli import (
     invoke,
     local_tooling,
     of_kind,
+    remote_tooling,
     tool_messages,
     workflow,
 )
 from tests.servers.fake_llm import FakeLLM
 from tests.servers.odd_text_server import CONTROLS, MARKUP
-from tests.servers.serve import SERVERS_DIR
+from tests.servers.serve import SERVERS_DIR, ServerProcess
 
 ODD = SERVERS_DIR / "odd_text_server.py"
 # What must never reach a terminal: C0 controls but tab and newline, DEL, C1, surrogates.
@@ -98,6 +99,30 @@ def test_lone_surrogates_from_a_server_and_the_model_become_replacement_characte
     assert echo["arguments"] == {"text": "x\ufffdy"}
     log = (run / "servers" / "odd_text_server.log").read_text(encoding="utf-8")
     assert "warning (odd\ufffd): note \ufffd\x1b[2J" in log and "\ufffd" in log
+
+
+def test_lone_surrogates_from_a_remote_server_become_replacement_characters(
+    tmp_path: Path,
+) -> None:
+    calls = [("lone", {}), ("notify", {}), ("echo", {"text": "x\ud800y"})]
+    turns = [
+        {"tool_calls": [{"name": name, "arguments": args} for name, args in calls]},
+        {"tool_calls": [{"name": "echo", "arguments": {"text": "again"}}]},
+        {"content": "{tool_results}"},
+    ]
+    with ServerProcess(ODD) as server:
+        wf = workflow(tmp_path, remote_tooling(server.url), script=turns)
+        code, out, err = invoke("tools", "list", str(wf), "--json")
+        assert code == 0, err
+        described = {row["name"]: row["description"] for row in json.loads(out)}
+        assert described["lone"] == "Returns a lone surrogate \ufffd in text and structure."
+        code, out, err = invoke("run", str(wf), "--out", "run")
+    assert code == 0, err
+    texts = [e["blocks"][0]["text"] for e in of_kind(Path("run"), "tool.result")]
+    assert texts == ["a\ufffdb", "sent", "x\ufffdy", "again"]  # the session lived on
+    logged = [e["line"] for e in of_kind(Path("run"), "server.log")]
+    assert "warning (odd\ufffd): note \ufffd\x1b[2J" in logged
+    assert [e["kind"] for e in events(Path("run"))][-1] == "run.finished"
 
 
 def test_lone_surrogates_in_yaml_vars_and_the_environment_are_replaced(

@@ -1,6 +1,10 @@
-"""A hand-written stdio MCP server (no SDK) whose names, descriptions and results hold odd text.
+"""A hand-written MCP server (no SDK) whose names, descriptions and results hold odd text.
 
-    python odd_text_server.py     # serves the tools below; `odd text server ready` on stderr
+    python odd_text_server.py                          # stdio; `odd text server ready` on stderr
+    python odd_text_server.py --transport http --port 0   # HTTP; `... ready on port N` on stderr
+
+Over HTTP it answers each request with a `text/event-stream` of its messages (a notification,
+then the response), so a lone surrogate reaches the client through the streamable HTTP reader.
 
 Its texts carry what a careless client mishandles: lone UTF-16 surrogates (`"\\ud800"` is a
 valid JSON escape but not Unicode), Rich markup and emoji codes, tabs, and terminal control
@@ -15,8 +19,11 @@ stderr carries the same sequences, and so does its server name (with markup too)
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
@@ -52,46 +59,50 @@ TOOLS = [
 ]
 
 
-def send(message: dict[str, Any]) -> None:
+Send = Callable[[dict[str, Any]], None]
+
+
+def write_line(message: dict[str, Any]) -> None:
     """Write one JSON-RPC message line (json escapes the surrogate as `\\ud800`)."""
     sys.stdout.write(json.dumps(message) + "\n")
     sys.stdout.flush()
 
 
-def result(request_id: Any, value: Any) -> None:
+def result(send: Send, request_id: Any, value: Any) -> None:
     """A JSON-RPC result."""
     send({"jsonrpc": "2.0", "id": request_id, "result": value})
 
 
-def text_result(request_id: Any, text: str, **extra: Any) -> None:
+def text_result(send: Send, request_id: Any, text: str, **extra: Any) -> None:
     """A tool result with one text block."""
-    result(request_id, {"content": [{"type": "text", "text": text}], "isError": False, **extra})
+    content = [{"type": "text", "text": text}]
+    result(send, request_id, {"content": content, "isError": False, **extra})
 
 
-def call(request_id: Any, params: dict[str, Any]) -> None:
+def call(send: Send, request_id: Any, params: dict[str, Any]) -> None:
     """Answer one tools/call."""
     name = params.get("name")
     args = params.get("arguments") or {}
     print(LOG_LINE, file=sys.stderr, flush=True)
     if name == "lone":
         structured = {"value": f"a{LONE}b", f"key{LONE}": [LONE]}
-        text_result(request_id, f"a{LONE}b", structuredContent=structured)
+        text_result(send, request_id, f"a{LONE}b", structuredContent=structured)
     elif name == "markup":
-        text_result(request_id, MARKUP)
+        text_result(send, request_id, MARKUP)
     elif name == "controls":
-        text_result(request_id, CONTROLS)
+        text_result(send, request_id, CONTROLS)
     elif name == "echo":
-        text_result(request_id, str(args.get("text", "")))
+        text_result(send, request_id, str(args.get("text", "")))
     elif name == "notify":
         log = {"level": "warning", "logger": f"odd{LONE}", "data": f"note {LONE}{CLEAR_SCREEN}"}
         send({"jsonrpc": "2.0", "method": "notifications/message", "params": log})
-        text_result(request_id, "sent")
+        text_result(send, request_id, "sent")
     else:
         error = {"content": [{"type": "text", "text": f"unknown tool {name}"}], "isError": True}
-        result(request_id, error)
+        result(send, request_id, error)
 
 
-def handle(message: dict[str, Any]) -> None:
+def handle(message: dict[str, Any], send: Send) -> None:
     """Answer one request; notifications need no answer."""
     method = message.get("method")
     request_id = message.get("id")
@@ -103,20 +114,65 @@ def handle(message: dict[str, Any]) -> None:
         version = asked if asked in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[-1]
         info = {"name": SERVER_NAME, "version": "1.0"}
         caps = {"tools": {"listChanged": False}, "logging": {}}
-        result(request_id, {"protocolVersion": version, "capabilities": caps, "serverInfo": info})
+        answer = {"protocolVersion": version, "capabilities": caps, "serverInfo": info}
+        result(send, request_id, answer)
     elif method == "tools/list":
-        result(request_id, {"tools": TOOLS})
+        result(send, request_id, {"tools": TOOLS})
     elif method == "tools/call":
-        call(request_id, params)
+        call(send, request_id, params)
     elif method in ("ping", "logging/setLevel"):
-        result(request_id, {})
+        result(send, request_id, {})
     else:  # server/discover included: only the handshake era is spoken here
         error = {"code": METHOD_NOT_FOUND, "message": f"Method not found: {method}"}
         send({"jsonrpc": "2.0", "id": request_id, "error": error})
 
 
+class _Handler(BaseHTTPRequestHandler):
+    """Streamable HTTP, just enough: POST answers with an event stream, GET has no stream."""
+
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        messages: list[dict[str, Any]] = []
+        handle(json.loads(body), messages.append)
+        if not messages:
+            self._answer(202, b"", "application/json")
+            return
+        events = "".join(f"event: message\ndata: {json.dumps(m)}\n\n" for m in messages)
+        self._answer(200, events.encode(), "text/event-stream")
+
+    def do_GET(self) -> None:
+        self._answer(405, b"", "text/plain")
+
+    def do_DELETE(self) -> None:
+        self._answer(200, b"", "text/plain")
+
+    def _answer(self, status: int, payload: bytes, content_type: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(payload)))
+        self.send_header("Mcp-Session-Id", "odd-session")
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
 def main() -> None:
-    """Serve until stdin closes."""
+    """Serve stdio until stdin closes, or HTTP until killed."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--transport", choices=["stdio", "http"], default="stdio")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args()
+    if args.transport == "http":
+        server = ThreadingHTTPServer((args.host, args.port), _Handler)
+        port = server.server_address[1]
+        print(f"odd text server ready on port {port}", file=sys.stderr, flush=True)
+        server.serve_forever()
+        return
     print(f"odd text server ready {CONTROLS}", file=sys.stderr, flush=True)
     for line in sys.stdin:
         try:
@@ -124,7 +180,7 @@ def main() -> None:
         except ValueError:
             continue
         if isinstance(message, dict):
-            handle(message)
+            handle(message, write_line)
 
 
 if __name__ == "__main__":
