@@ -43,20 +43,40 @@ def clean_value(value: Any) -> Any:
 
     Keys are cleaned too. A value with nothing to clean is returned as it is (not copied).
     """
+    # The search needs no recursion, so a deeply nested message costs no stack unless it holds
+    # a lone surrogate; one nested deeper than Python's stack is left to the writers' cleaning.
+    if not _holds_surrogate(value):
+        return value
+    try:
+        return _rebuild(value)
+    except RecursionError:
+        return value
+
+
+def _holds_surrogate(value: Any) -> bool:
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item) is not None:
+                return True
+        elif isinstance(item, Mapping):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list | tuple):
+            pending.extend(item)
+    return False
+
+
+def _rebuild(value: Any) -> Any:
     if isinstance(value, str):
         return clean_text(value)
     if isinstance(value, Mapping):
-        pairs = [(clean_value(key), clean_value(item)) for key, item in value.items()]
-        unchanged = all(
-            new_key is key and new_item is item
-            for (new_key, new_item), (key, item) in zip(pairs, value.items(), strict=True)
-        )
-        return value if unchanged else dict(pairs)
-    if isinstance(value, list | tuple):
-        items = [clean_value(item) for item in value]
-        if all(new is old for new, old in zip(items, value, strict=True)):
-            return value
-        return items if isinstance(value, list) else tuple(items)
+        return {_rebuild(key): _rebuild(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_rebuild(item) for item in value]
+    if isinstance(value, tuple):
+        return tuple(_rebuild(item) for item in value)
     return value
 
 

@@ -47,3 +47,14 @@ def test_visible_escapes_controls_and_keeps_tabs_and_newlines_only_in_bodies() -
     )
     plain = "naïve [bold] :bug: C:\\path"
     assert visible(plain) is plain
+
+
+def test_clean_value_never_overflows_the_stack_on_deep_nesting() -> None:
+    deep: list[object] = ["plain"]
+    for _ in range(5000):
+        deep = [deep]
+    assert clean_value(deep) is deep
+    odd: list[object] = ["\ud800"]
+    for _ in range(5000):
+        odd = [odd]
+    clean_value(odd)  # too deep to rebuild: no RecursionError, the writers clean what they write
