@@ -215,7 +215,8 @@ class ConsoleSink:
         for call in event.tool_calls:
             args = _json(self.redactor.value(call.get("arguments", {})))
             args = args if self.verbose else shorten(args, lines=1, chars=200)
-            self._print(f"  ⇢ {call.get('name')} {args}", "blue", body=True)
+            name = visible(str(call.get("name")))  # one line, though the rest may hold several
+            self._print(f"  ⇢ {name} {args}", "blue", body=True)
 
     def _on_node_finished(self, event: NodeFinishedEvent) -> None:
         if event.status == "ok":
