@@ -6,6 +6,7 @@ import contextlib
 import functools
 import json
 import os
+import re
 import signal
 import sys
 import traceback
@@ -16,8 +17,10 @@ from typing import Annotated, Any, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from devall_cli.errors import ConfigError, DevallError, ExitCode, InterruptedRunError
+from devall_cli.text import clean_text, visible
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -34,6 +37,8 @@ class GlobalState:
 
 
 STATE = GlobalState()
+# DEL and C1 controls, which json.dumps leaves raw; inside JSON they can only be in strings.
+_C1_IN_JSON = re.compile("[\x7f-\x9f]")
 
 # Shared options, defined once.
 VarOption = Annotated[
@@ -61,20 +66,57 @@ def color_disabled() -> bool:
 
 def stderr_console() -> Console:
     """The console for the human trace and diagnostics."""
-    return Console(stderr=True, no_color=color_disabled(), highlight=False, soft_wrap=True)
+    return _console(stderr=True)
 
 
 def stdout_console() -> Console:
     """The console for the product (tables, answers); wide when piped, so rows stay whole."""
-    console = Console(no_color=color_disabled(), highlight=False, soft_wrap=True)
+    console = _console(stderr=False)
     if not console.is_terminal and "COLUMNS" not in os.environ:
         console.width = 160
     return console
 
 
+def _console(*, stderr: bool) -> Console:
+    # Foreign text is printed verbatim: a `[/x]` or `:bug:` in it is never markup or an emoji.
+    return Console(
+        stderr=stderr,
+        no_color=color_disabled(),
+        markup=False,
+        emoji=False,
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+def shown(text: str) -> Text:
+    """One line of text for a console or a table cell: verbatim, control characters escaped."""
+    return Text(visible(text))
+
+
+def print_line(console: Console, text: str) -> None:
+    """Print one line of diagnostics (`devall: error: ...`), control characters escaped."""
+    console.print(shown(text))
+
+
+def write_product(text: str) -> None:
+    """Write the product text on stdout: exact on a pipe or a file, escaped on a terminal."""
+    text = clean_text(text)
+    if sys.stdout.isatty():
+        text = visible(text, multiline=True)
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
 def print_json(document: Any) -> None:
     """Write one JSON document on stdout."""
-    sys.stdout.write(json.dumps(document, indent=2, ensure_ascii=False, default=str) + "\n")
+    write_json_text(json.dumps(document, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+def write_json_text(text: str) -> None:
+    """Write JSON text on stdout, DEL and C1 controls as `\\u` escapes (the same data)."""
+    text = _C1_IN_JSON.sub(lambda found: f"\\u{ord(found.group()):04x}", clean_text(text))
+    sys.stdout.write(text)
     sys.stdout.flush()
 
 
@@ -95,16 +137,16 @@ def report_error(error: DevallError, console: Console | None = None) -> None:
     if isinstance(error, ConfigError) and error.issues:
         for issue in error.issues:
             label = "error" if issue.severity == "error" else "warning"
-            console.print(f"devall: {label}: {issue.headline()}", markup=False)
+            print_line(console, f"devall: {label}: {issue.headline()}")
             if issue.source_line:
-                console.print(f"  {issue.source_line}", markup=False)
+                print_line(console, f"  {issue.source_line}")
                 if issue.col:
-                    console.print("  " + " " * (issue.col - 1) + "^", markup=False)
+                    print_line(console, "  " + " " * (issue.col - 1) + "^")
         return
     mask = STATE.mask or (lambda text: text)
-    console.print(f"devall: error: {mask(error.message)}", markup=False)
+    print_line(console, f"devall: error: {mask(error.message)}")
     for line in error.details:
-        console.print(f"  {mask(line)}", markup=False)
+        print_line(console, f"  {mask(line)}")
 
 
 def error_boundary(func: Callable[P, R]) -> Callable[P, R]:
@@ -128,10 +170,10 @@ def error_boundary(func: Callable[P, R]) -> Callable[P, R]:
             if STATE.debug:
                 raise
             # A bug in devall: still one line, with a hint, never a raw traceback.
-            stderr_console().print(
+            print_line(
+                stderr_console(),
                 f"devall: error: internal error: {type(exc).__name__}: {exc} "
                 "(run with --debug for the traceback)",
-                markup=False,
             )
             raise typer.Exit(int(ExitCode.FAILED)) from None
 
@@ -146,7 +188,7 @@ def load(workflow: Path, var: list[str] | None, env_file: Path | None) -> Any:
     STATE.mask = loaded.redactor.text
     console = stderr_console()
     for issue in loaded.warnings:
-        console.print(f"devall: warning: {issue.headline()}", markup=False)
+        print_line(console, f"devall: warning: {issue.headline()}")
     return loaded
 
 

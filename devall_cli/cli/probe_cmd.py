@@ -17,11 +17,14 @@ from devall_cli.cli.common import (
     error_boundary,
     load,
     print_json,
+    print_line,
     run_async,
+    shown,
     stdout_console,
 )
 from devall_cli.errors import ExitCode, UsageError
 from devall_cli.redaction import Redactor, flag_secrets, is_secret_name, url_credentials
+from devall_cli.text import visible
 
 
 @app.command("probe")
@@ -135,7 +138,7 @@ def _print_table(rows: list[dict[str, Any]]) -> None:
         "server", "kind", "target", "status", "protocol", "name", "tools", "connect", "list"
     )
     for r in rows:
-        table.add_row(
+        cells = (
             r["id"],
             r["kind"],
             r["target"],
@@ -146,13 +149,14 @@ def _print_table(rows: list[dict[str, Any]]) -> None:
             _ms(r["connect_ms"]),
             _ms(r["list_ms"]),
         )
+        table.add_row(*(shown(cell) for cell in cells))
     console = stdout_console()
     console.print(table)
     for r in rows:
         if not r["ok"]:
-            console.print(f"{r['id']}: {r['status']}: {r['error']}", markup=False)
+            print_line(console, f"{r['id']}: {r['status']}: {r['error']}")
             for line in r["log_tail"][-5:]:
-                console.print(f"  | {line}", markup=False)
+                print_line(console, f"  | {line}")
 
 
 def _ms(value: float | None) -> str:
@@ -169,15 +173,26 @@ def _write_junit(path: Path, rows: list[dict[str, Any]]) -> None:
     for r in rows:
         seconds = ((r["connect_ms"] or 0) + (r["list_ms"] or 0)) / 1000
         case = ElementTree.SubElement(
-            suite, "testcase", classname=f"probe.{r['kind']}", name=r["id"], time=f"{seconds:.3f}"
+            suite,
+            "testcase",
+            classname=_xml(f"probe.{r['kind']}"),
+            name=_xml(r["id"]),
+            time=f"{seconds:.3f}",
         )
         if not r["ok"]:
             failure = ElementTree.SubElement(
-                case, "failure", type=r["status"], message=r["error"] or ""
+                case, "failure", type=_xml(r["status"]), message=_xml(r["error"] or "")
             )
-            failure.text = "\n".join([r["target"], *r["log_tail"]])
+            failure.text = _xml("\n".join([r["target"], *r["log_tail"]]))
         else:
             out = ElementTree.SubElement(case, "system-out")
-            out.text = f"{r['target']}: {r['tools']} tools, protocol {r['protocol_version']}"
+            out.text = _xml(
+                f"{r['target']}: {r['tools']} tools, protocol {r['protocol_version']}"
+            )
     path.parent.mkdir(parents=True, exist_ok=True)
     ElementTree.ElementTree(suite).write(path, encoding="utf-8", xml_declaration=True)
+
+
+def _xml(text: str) -> str:
+    """Text XML 1.0 can hold: the characters it forbids (most controls) shown escaped."""
+    return visible(text, multiline=True)

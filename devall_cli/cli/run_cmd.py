@@ -18,10 +18,14 @@ from devall_cli.cli.common import (
     WorkflowArg,
     error_boundary,
     load,
+    print_line,
     run_async,
     stderr_console,
+    write_json_text,
+    write_product,
 )
 from devall_cli.errors import RunFailedError, UsageError
+from devall_cli.text import clean_text
 
 
 def read_task(task: str | None, task_file: str | None) -> str:
@@ -29,13 +33,24 @@ def read_task(task: str | None, task_file: str | None) -> str:
     if task is not None and task_file is not None:
         raise UsageError("give --task or --task-file, not both")
     if task_file == "-":
-        return sys.stdin.read()
+        # Bytes, decoded here as a file is: the stream's own decoding would raise mid-read.
+        return _decode_task(sys.stdin.buffer.read(), "the task from standard input")
     if task_file is not None:
         try:
-            return Path(task_file).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
+            raw = Path(task_file).read_bytes()
+        except OSError as exc:
             raise UsageError(f"cannot read --task-file {task_file}: {exc}") from None
-    return task or ""
+        return _decode_task(raw, f"--task-file {task_file}")
+    # argv holds bytes that are not UTF-8 as lone surrogates (surrogateescape).
+    return clean_text(task or "")
+
+
+def _decode_task(raw: bytes, what: str) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        where = f"byte 0x{raw[exc.start]:02x} at byte offset {exc.start}"
+        raise UsageError(f"cannot read {what}: it is not valid UTF-8 ({where})") from None
 
 
 @app.command("run")
@@ -114,12 +129,10 @@ def run_command(
         console.close()
         jsonl.close()
         if json_output and result_path.exists():
-            sys.stdout.write(result_path.read_text(encoding="utf-8"))
-            sys.stdout.flush()
+            write_json_text(result_path.read_text(encoding="utf-8"))
     if not json_output:
         output = redactor.text(result.output)
-        sys.stdout.write(output + ("" if output.endswith("\n") else "\n"))
-        sys.stdout.flush()
+        write_product(output + ("" if output.endswith("\n") else "\n"))
     lost = [e for e in bus.sink_errors if e.startswith(("ResultSink", "JsonlSink"))]
     if lost:
         raise RunFailedError(redactor.text(f"the run's records are incomplete: {lost[0]}"))
@@ -128,4 +141,4 @@ def run_command(
 def _warn_sink(sink: object, exc: BaseException, mask: Callable[[str], str]) -> None:
     """A sink failed (once): say so, but let the run go on."""
     name = type(sink).__name__
-    stderr_console().print(f"devall: warning: {mask(f'{name} failed: {exc}')}", markup=False)
+    print_line(stderr_console(), f"devall: warning: {mask(f'{name} failed: {exc}')}")

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.text import Text
 
 from devall_cli.cli.app import app
 from devall_cli.cli.common import (
@@ -17,11 +18,15 @@ from devall_cli.cli.common import (
     error_boundary,
     load,
     print_json,
+    print_line,
     run_async,
+    shown,
     stderr_console,
     stdout_console,
+    write_product,
 )
 from devall_cli.errors import ExitCode
+from devall_cli.text import clean_value, visible
 
 tools_app = typer.Typer(
     help="Inspect and call the tools a workflow's nodes will see.", no_args_is_help=True
@@ -90,23 +95,25 @@ def list_command(
         return
     table = Table("tool", "node(s)", "source", "server", "description", "parameters")
     for r in rows:
-        first_line = (r.description or "").strip().splitlines()[:1]
+        # Masked whole, then cut to its first line: a cut secret would leak its start.
+        first_line = redactor.text(r.description or "").strip().splitlines()[:1]
         table.add_row(
-            r.name,
-            ", ".join(r.nodes),
-            r.source,
-            redactor.text(r.server),
-            first_line[0] if first_line else "",
-            _parameters(r.input_schema),
+            shown(r.name),
+            shown(", ".join(r.nodes)),
+            shown(r.source),
+            shown(redactor.text(r.server)),
+            shown(first_line[0] if first_line else ""),
+            shown(redactor.text(_parameters(r.input_schema))),
         )
     out = stdout_console()
     out.print(table)
     if schema:
         for r in rows:
-            out.print(f"\n{r.name}:", markup=False)
-            out.print(json.dumps(dict(r.input_schema), indent=2), markup=False)
+            out.print(shown(f"\n{r.name}:"))
+            # ensure_ascii: every control character comes out as a JSON escape.
+            out.print(Text(json.dumps(redactor.value(dict(r.input_schema)), indent=2)))
     if not rows:
-        stderr_console().print("devall: no tools found", markup=False)
+        print_line(stderr_console(), "devall: no tools found")
 
 
 @tools_app.command("call")
@@ -161,7 +168,7 @@ def call_command(
         _print_blocks(blocks, run_dir, redactor, to_stderr=result.is_error)
     if result.is_error:
         if not json_output:
-            stderr_console().print(f"devall: error: tool '{tool}' returned an error", markup=False)
+            print_line(stderr_console(), f"devall: error: tool '{tool}' returned an error")
         raise typer.Exit(int(ExitCode.FAILED))
 
 
@@ -172,23 +179,27 @@ def _parse_args(text: str) -> dict[str, Any]:
         raise typer.BadParameter(f"not valid JSON: {exc}", param_hint="--args") from None
     if not isinstance(value, dict):
         raise typer.BadParameter("must be a JSON object", param_hint="--args")
-    return value
+    cleaned: dict[str, Any] = clean_value(value)  # "\ud800" escapes and argv's surrogates
+    return cleaned
 
 
 def _print_blocks(
     blocks: list[dict[str, Any]], run_dir: Path, redactor: Any, to_stderr: bool
 ) -> None:
-    console = stderr_console() if to_stderr else stdout_console()
+    """The product: text blocks as they are (tabs kept), attachments as paths, data as JSON."""
+    lines: list[str] = []
     for block in blocks:
         if block["type"] == "text":
-            console.print(redactor.text(block["text"]), markup=False)
+            lines.append(redactor.text(block["text"]))
         elif block["type"] == "attachment":
             path = run_dir / block["path"]
-            console.print(
-                f"[{block['kind']} saved: {path} ({block['mime_type']}, {block['size']} bytes)]",
-                markup=False,
+            lines.append(
+                f"[{block['kind']} saved: {path} ({block['mime_type']}, {block['size']} bytes)]"
             )
         else:
-            console.print(
-                json.dumps(redactor.value(block["data"]), ensure_ascii=False), markup=False
-            )
+            lines.append(json.dumps(redactor.value(block["data"]), ensure_ascii=False))
+    text = "".join(line + "\n" for line in lines)
+    if to_stderr:  # an error result is a diagnostic: escaped like every other one
+        stderr_console().print(Text(visible(text.rstrip("\n"), multiline=True)))
+    else:
+        write_product(text)

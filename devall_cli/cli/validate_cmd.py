@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.text import Text
 
 from devall_cli.cli.app import app
 from devall_cli.cli.common import (
@@ -20,6 +21,7 @@ from devall_cli.cli.common import (
     stdout_console,
 )
 from devall_cli.errors import ConfigError, ConfigIssue, ExitCode
+from devall_cli.text import visible
 
 if TYPE_CHECKING:
     from devall_cli.config.model import NodeConfig, Workflow
@@ -68,7 +70,7 @@ def _report(path: Path, loaded: Workflow | None, issues: list[ConfigIssue]) -> N
     if issues:
         report_error(ConfigError("workflow issues", issues=issues))
     if loaded is not None:
-        stdout_console().print(render_summary(loaded, str(path)), markup=False)
+        stdout_console().print(Text(render_summary(loaded, str(path))))
 
 
 def validation_document(workflow: Workflow | None, issues: Iterable[ConfigIssue]) -> dict[str, Any]:
@@ -121,7 +123,7 @@ def _tooling(node: NodeConfig, mask: Callable[[str], str]) -> list[dict[str, Any
 
 
 def render_summary(workflow: Workflow, shown_path: str) -> str:
-    """The human summary printed on stdout for a valid workflow."""
+    """The human summary printed on stdout for a valid workflow (control characters escaped)."""
     summary = summarize(workflow)
     node_count, edge_count = len(summary["nodes"]), summary["edges"]
     lines = [
@@ -135,7 +137,8 @@ def render_summary(workflow: Workflow, shown_path: str) -> str:
         for tool in node["tooling"]:
             prefix = f" prefix={tool['prefix']}" if tool["prefix"] else ""
             lines.append(f"  {'':<{width}}    {tool['type']}{prefix}  {tool['target']}")
-    return "\n".join(lines)
+    # Names and targets may come from `--var` or the environment: escape them, line by line.
+    return "\n".join(visible(line) for line in lines)
 
 
 def _node_detail(node: NodeConfig) -> str:

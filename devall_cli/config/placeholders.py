@@ -17,6 +17,7 @@ from devall_cli.config.expansion import ExpansionBudget
 from devall_cli.config.yaml_source import KeyPath
 from devall_cli.errors import ConfigError
 from devall_cli.redaction import is_secret_name
+from devall_cli.text import clean_text
 
 _NAME = re.compile(r"[A-Za-z0-9_]+")
 _MAX_DEPTH = 50  # nested defaults or chains of vars deeper than this are surely a mistake
@@ -338,15 +339,16 @@ class PlaceholderResolver:
         return value
 
     def _lookup(self, name: str) -> tuple[bool, Any]:
+        # argv and the environment carry bytes that are not UTF-8 as lone surrogates.
         if name in self._cli:
-            return True, TextValue(self._cli[name])
+            return True, TextValue(clean_text(self._cli[name]))
         current = self._stack[-1] if self._stack else None
         if name in self._vars and name != current:
             return True, self._resolve_var(name)
         if name in self._environ:
-            return True, TextValue(self._environ[name])
+            return True, TextValue(clean_text(self._environ[name]))
         if name in self._dotenv:
-            return True, TextValue(self._dotenv[name])
+            return True, TextValue(clean_text(self._dotenv[name]))
         return False, None
 
     def _add_secret(self, value: Any) -> None:

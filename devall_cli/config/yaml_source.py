@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from devall_cli.errors import ConfigError, ConfigIssue
+from devall_cli.text import visible
 
 KeyPath = tuple[str | int, ...]
 Position = tuple[int, int]  # 1-based line and column
@@ -109,8 +110,8 @@ class SourceDocument:
 
 
 def escape_controls(text: str) -> str:
-    """`text` with control characters written as `\\x1b` escapes."""
-    return _CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", text)
+    """`text` with control characters written as `\\x1b` escapes (the console's rule)."""
+    return visible(text, multiline=True)
 
 
 def shown_line(text: str, col: int) -> str:

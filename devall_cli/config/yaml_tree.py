@@ -21,6 +21,7 @@ from ruamel.yaml.scanner import RoundTripScanner
 
 from devall_cli.config.yaml_source import KeyPath, Position, key_text
 from devall_cli.redaction import preview
+from devall_cli.text import clean_text
 
 MAX_NESTING = 100  # collections inside collections (and `<<` merge chains); workflows use ~10
 MAX_VALUES = 50_000  # values once aliases are expanded; real workflows hold a few thousand
@@ -238,7 +239,7 @@ class PlainBuilder:
             self.problem(node, f"{message}: {reason}" if reason else message)
             return None
         if isinstance(value, TaggedScalar):  # custom tags are not part of the format
-            return str(value.value)
+            return clean_text(str(value.value))
         if isinstance(value, ScalarBoolean):  # an anchored boolean (`&flag true`)
             return bool(value)
         if isinstance(value, bool) or value is None:
@@ -251,7 +252,7 @@ class PlainBuilder:
         if isinstance(value, float):
             return float(value)
         if isinstance(value, str):
-            return str(value)
+            return clean_text(str(value))  # a "\ud800" escape builds a lone surrogate
         return value  # dates, timestamps and bytes stay as they are; type checks report them
 
 

@@ -34,6 +34,7 @@ from devall_cli.providers.base import (
     tool_call_from_json,
 )
 from devall_cli.redaction import Redactor
+from devall_cli.text import clean_text, clean_value
 from devall_cli.tools.base import ToolSpec
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -93,7 +94,9 @@ class OpenAIProvider:
     ) -> AssistantMessage:
         """Send the conversation; return the model's next turn."""
         body = build_request_body(self._model, messages, tools, self._params)
-        response = await self._post_with_retries(dump_json(body).encode("utf-8"))
+        # Text entering devall is cleaned where it enters; this is the last line of defence.
+        payload = clean_text(dump_json(body)).encode("utf-8")
+        response = await self._post_with_retries(payload)
         return parse_completion(response.content, self.display_url)
 
     async def aclose(self) -> None:
@@ -177,7 +180,8 @@ def tool_definition(tool: ToolSpec) -> dict[str, Any]:
 def parse_completion(content: bytes, display_url: str) -> AssistantMessage:
     """The assistant turn of a Chat Completions response body."""
     try:
-        data = json.loads(content)
+        # A "\ud800" escape is valid JSON but a lone surrogate, which no UTF-8 writer takes.
+        data = clean_value(json.loads(content))
     except ValueError as exc:
         raise _invalid(display_url, f"body is not JSON ({exc})") from exc
     if not isinstance(data, dict):

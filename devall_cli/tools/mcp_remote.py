@@ -4,10 +4,13 @@ One session per server per run. `headers` go with every request; `timeout` bound
 and each connect + handshake attempt. Connecting and listing are tried 3 times (waiting 0.5 s,
 then 1 s) while the server cannot be reached. A session the server forgot (HTTP 404 after a
 restart) or a dropped connection is replaced once, transparently, and the request retried.
+Escaped lone surrogates in the server's JSON become U+FFFD before the MCP SDK parses it (its
+parser refuses the whole message otherwise), as for every other foreign text (see text.py).
 """
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -16,6 +19,7 @@ from fastmcp.client.transports import SSETransport, StreamableHttpTransport
 
 from devall_cli.config.model import McpRemoteConfig
 from devall_cli.errors import DevallError
+from devall_cli.text import clean_json_escapes
 from devall_cli.tools.attachments import AttachmentStore
 from devall_cli.tools.base import LogCallback
 from devall_cli.tools.mcp_session import McpSessionSource
@@ -86,7 +90,7 @@ class RemoteSource(McpSessionSource):
             headers=headers,
             timeout=timeout or httpx2.Timeout(30.0, read=300.0),
             auth=auth,
-            event_hooks={"response": [self._record_status]},
+            event_hooks={"response": [self._record_status, clean_json_response]},
         )
 
     async def _record_status(self, response: httpx2.Response) -> None:
@@ -106,3 +110,35 @@ class RemoteSource(McpSessionSource):
             raise
         self._log("[devall] reconnected")
         return True
+
+
+async def clean_json_response(response: httpx2.Response) -> None:
+    """Read JSON and event-stream bodies through `clean_json_escapes` (plain bodies only)."""
+    content_type = response.headers.get("content-type", "")
+    is_json = "json" in content_type or "event-stream" in content_type
+    # A compressed body is decoded later, from the raw stream: its bytes are not JSON text.
+    plain = response.headers.get("content-encoding", "").strip().lower() in ("", "identity")
+    if is_json and plain and isinstance(response.stream, httpx2.AsyncByteStream):
+        response.stream = _CleanJsonStream(response.stream)
+
+
+class _CleanJsonStream(httpx2.AsyncByteStream):
+    """A response body passed on line by line, lone surrogate escapes replaced."""
+
+    def __init__(self, inner: httpx2.AsyncByteStream) -> None:
+        self._inner = inner
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        held = bytearray()  # the start of a line not yet complete: an escape may be cut in two
+        async for chunk in self._inner:
+            end = max(chunk.rfind(b"\n"), chunk.rfind(b"\r")) + 1
+            if end == 0:
+                held += chunk
+                continue
+            yield clean_json_escapes(bytes(held) + chunk[:end])
+            held = bytearray(chunk[end:])
+        if held:
+            yield clean_json_escapes(bytes(held))
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()

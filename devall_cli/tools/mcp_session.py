@@ -35,6 +35,7 @@ from devall_cli.errors import (
     ServerDiedError,
     ServerUnreachableError,
 )
+from devall_cli.text import clean_value
 from devall_cli.tools.base import LogCallback, RawTool, ServerInfo, SourceKind, ToolResult
 from devall_cli.tools.mcp_errors import (
     describe_failure,
@@ -155,8 +156,10 @@ class McpSessionSource:
         """Call a tool; tool failures and timeouts come back as error results."""
         limit = self.request_timeout if timeout is None else timeout
         started = time.perf_counter()
+        # A lone surrogate cannot be serialized: the request would fail and the session with it.
+        cleaned: dict[str, Any] = clean_value(dict(arguments))
         async with self._limiter:
-            outcome = await self._call_with_recovery(name, dict(arguments), limit)
+            outcome = await self._call_with_recovery(name, cleaned, limit)
         duration_ms = (time.perf_counter() - started) * 1000
         if isinstance(outcome, ToolResult):
             return ToolResult(

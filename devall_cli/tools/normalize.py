@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from devall_cli.text import clean_text, clean_value
 from devall_cli.tools.attachments import AttachmentStore, attachment_name
 from devall_cli.tools.base import AttachmentBlock, Block, DataBlock, TextBlock
 
@@ -140,7 +141,7 @@ def normalize_result(
         if structured is not None:
             data = structured if isinstance(structured, Mapping) else {"result": structured}
             blocks.append(DataBlock(data=data, tool_name=tool_name, source=source))
-    return tuple(blocks)
+    return tuple(clean_block(block) for block in blocks)
 
 
 def normalize_value(
@@ -148,10 +149,10 @@ def normalize_value(
 ) -> tuple[Block, ...]:
     """The blocks of a Python function's return value."""
     if isinstance(value, _BLOCK_TYPES):
-        return (_owned(value, tool_name),)
+        return (clean_block(_owned(value, tool_name)),)
     is_sequence = isinstance(value, list | tuple) and bool(value)
     if is_sequence and all(isinstance(v, _BLOCK_TYPES) for v in value):
-        return tuple(_owned(v, tool_name) for v in value)
+        return tuple(clean_block(_owned(v, tool_name)) for v in value)
     if isinstance(value, bytes | bytearray | memoryview):
         converter = _Converter(tool_name, store, source, DEFAULT_MAX_BASE64_BYTES)
         return (converter.save(bytes(value), kind="file", mime=_OCTET, uri=None),)
@@ -159,7 +160,19 @@ def normalize_value(
         text = value
     else:
         text = json.dumps(value, ensure_ascii=False, default=_json_fallback)
-    return (TextBlock(text=text, tool_name=tool_name, source=source),)
+    # Text a function builds from file names or environment values may hold lone surrogates.
+    return (TextBlock(text=clean_text(text), tool_name=tool_name, source=source),)
+
+
+def clean_block(block: Block) -> Block:
+    """`block` with lone surrogates in its texts and data replaced by U+FFFD (see text.py)."""
+    changes: dict[str, Any] = {}
+    for field in dataclasses.fields(block):
+        value = getattr(block, field.name)
+        cleaned = clean_value(value)
+        if cleaned is not value:
+            changes[field.name] = cleaned
+    return dataclasses.replace(block, **changes) if changes else block
 
 
 def _owned(block: Block, tool_name: str) -> Block:

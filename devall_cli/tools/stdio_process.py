@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from devall_cli.errors import ServerStartError
+from devall_cli.text import clean_text
 from devall_cli.tools.process_groups import (
     group_alive,
     kill_all_children,
@@ -293,7 +294,7 @@ class StdioProcess:
 
     def log_line(self, line: str, *, match: bool = True) -> None:
         """Record a log line: tail buffer, log file, `on_log`, and the readiness match."""
-        shown = self._redact(line) if self._redact else line
+        shown = clean_text(self._redact(line) if self._redact else line)
         self._tail.append(shown)
         if self._log_file is None and not self._log_done:
             self._open_log_file()  # lazily: a note may come before the spawn

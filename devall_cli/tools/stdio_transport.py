@@ -23,6 +23,7 @@ from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 from typing_extensions import Unpack
 
+from devall_cli.text import clean_value
 from devall_cli.tools.stdio_lines import INVALID_RESPONSE
 from devall_cli.tools.stdio_process import StdioProcess
 
@@ -124,6 +125,8 @@ class SupervisedStdioTransport(ClientTransport):
         """Process stdout -> session; ends the session's read stream when the process is gone."""
         try:
             while (obj := await self.process.receive_message()) is not None:
+                # Where a local server's text enters: results, listings, notifications, errors.
+                obj = clean_value(obj)
                 item = parse_message(obj)
                 if isinstance(item, Exception):
                     self.process.log_line(_describe_invalid(obj, item), match=False)

@@ -33,6 +33,7 @@ from devall_cli.engine.events import (
 )
 from devall_cli.engine.recorder import RunRecorder, RunResult
 from devall_cli.redaction import Redactor
+from devall_cli.text import visible
 from devall_cli.trace.status import WaitState
 
 Verbosity = Literal["quiet", "normal", "verbose"]
@@ -136,11 +137,13 @@ class ConsoleSink:
 
     # --- helpers -----------------------------------------------------------------------------
 
-    def _t(self, text: str, style: str = "") -> Text:
-        return Text(self.redactor.text(text), style=style)
+    def _t(self, text: str, style: str = "", *, body: bool = False) -> Text:
+        # Text, never a str: Rich would read `[/x]` as markup and `:bug:` as an emoji. Control
+        # characters are escaped; a body (a reply, a result) keeps its tabs and newlines.
+        return Text(visible(self.redactor.text(text), multiline=body), style=style)
 
-    def _print(self, text: str, style: str = "") -> None:
-        self.console.print(self._t(text, style), soft_wrap=True)
+    def _print(self, text: str, style: str = "", *, body: bool = False) -> None:
+        self.console.print(self._t(text, style, body=body), soft_wrap=True)
 
     def _body(self, text: str) -> str:
         text = self.redactor.text(text)  # before cutting: a cut secret would leak its start
@@ -168,7 +171,7 @@ class ConsoleSink:
     def _on_run_started(self, event: RunStartedEvent) -> None:
         self._print(f"devall run {event.run_id} · workflow {event.workflow}", "bold")
         if self.verbose:
-            self._print(f"task: {event.task}", "dim")
+            self._print(f"task: {event.task}", "dim", body=True)
 
     def _on_server_starting(self, event: ServerStartingEvent) -> None:
         self._print(f"· starting {event.server_id} ({event.source}: {event.target})", "dim")
@@ -196,7 +199,7 @@ class ConsoleSink:
         self.console.rule(self._t(f"node {event.node_id}", "bold cyan"), style="cyan")
         if self.verbose:
             for text in event.inputs:
-                self._print(f"input: {text}", "dim")
+                self._print(f"input: {text}", "dim", body=True)
 
     def _on_model_request(self, event: ModelRequestEvent) -> None:
         if self.verbose:
@@ -209,17 +212,18 @@ class ConsoleSink:
         head = f"model · round {event.round} · {format_ms(event.duration_ms)}"
         self._print(head + (f" · {tokens} tokens" if tokens else ""), "magenta")
         if event.content:
-            self._print(self._body(event.content))
+            self._print(self._body(event.content), body=True)
         for call in event.tool_calls:
             args = _json(self.redactor.value(call.get("arguments", {})))
             args = args if self.verbose else shorten(args, lines=1, chars=200)
-            self._print(f"  ⇢ {call.get('name')} {args}", "blue")
+            name = visible(str(call.get("name")))  # one line, though the rest may hold several
+            self._print(f"  ⇢ {name} {args}", "blue", body=True)
 
     def _on_node_finished(self, event: NodeFinishedEvent) -> None:
         if event.status == "ok":
             self._print(f"✓ node {event.node_id} ok · {format_ms(event.duration_ms)}", "green")
             if self.verbose and event.output is not None:
-                self._print(f"output: {event.output}", "dim")
+                self._print(f"output: {event.output}", "dim", body=True)
         elif event.status == "skipped":
             self._print(f"- node {event.node_id} skipped (no edge fired)", "dim")
         else:
@@ -249,10 +253,11 @@ class ConsoleSink:
         if call is not None:
             args = _json(self.redactor.value(call.arguments))
             body.append_text(
-                self._t("args: " + (args if self.verbose else shorten(args, 2)), "dim")
+                self._t("args: " + (args if self.verbose else shorten(args, 2)), "dim", body=True)
             )
             body.append("\n")
-        body.append_text(self._t(self._body(render_blocks(event.blocks)) or "(empty result)"))
+        shown = self._body(render_blocks(event.blocks)) or "(empty result)"
+        body.append_text(self._t(shown, body=True))
         panel = Panel(body, title=self._t(title), title_align="left", border_style=style)
         self.console.print(panel)
 

@@ -9,6 +9,7 @@ from typing import IO, Any
 from devall_cli.engine.events import Event, event_to_dict
 from devall_cli.errors import RunFailedError
 from devall_cli.redaction import Redactor
+from devall_cli.text import clean_text
 from devall_cli.trace.run_files import open_run_file
 
 
@@ -40,7 +41,8 @@ class JsonlSink:
         record = self.redactor.value(event_to_dict(event))
         line = json.dumps(record, ensure_ascii=False, default=_json_default)
         # Redact the serialized line too: a secret may hide in a value json had to stringify.
-        self._file.write(self.redactor.text(line) + "\n")
+        # clean_text: a lone surrogate that slipped past the boundaries must not lose the event.
+        self._file.write(clean_text(self.redactor.text(line)) + "\n")
         self._file.flush()
 
     def close(self) -> None:

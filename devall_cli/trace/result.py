@@ -21,6 +21,7 @@ from devall_cli.engine.recorder import (
     ToolStats,
 )
 from devall_cli.redaction import Redactor
+from devall_cli.text import clean_text
 
 
 def _tokens(tokens: TokenCounts) -> dict[str, int]:
@@ -107,11 +108,12 @@ def build_result(
 def write_json_atomic(path: Path, document: Any) -> None:
     """Write JSON to a temporary file beside `path`, then rename it into place."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    # clean_text: a lone surrogate that slipped past the boundaries must not lose the file.
+    text = clean_text(json.dumps(document, indent=2, ensure_ascii=False, default=str))
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(document, handle, indent=2, ensure_ascii=False, default=str)
-            handle.write("\n")
+            handle.write(text + "\n")
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
