@@ -360,7 +360,7 @@ def test_local_openai_defaults_model_and_base_url() -> None:
     config = flow.graph.node("lucky").config
     assert isinstance(config, AgentConfig)
     assert (config.name, config.base_url) == ("gpt-4o-mini", "https://api.openai.com/v1")
-    assert flow.secrets == {"sk-x-1234"}
+    assert flow.redactor.secrets == ("sk-x-1234",)
 
 
 # --- the installed command ----------------------------------------------------------------
