@@ -48,7 +48,8 @@ logger = logging.getLogger(__name__)
 
 LogCallback = Callable[[str, str], None]  # (source_id, line)
 
-# Quiet fastmcp children: no banner on stderr, no network update check at start.
+# Quiet fastmcp children that inherit devall's environment: no banner on stderr, no network
+# update check at start.
 CHILD_ENV_DEFAULTS: Mapping[str, str] = {
     "FASTMCP_SHOW_SERVER_BANNER": "false",
     "FASTMCP_CHECK_FOR_UPDATES": "off",
@@ -64,12 +65,14 @@ _POLL = 0.02
 
 
 def build_child_env(env: Mapping[str, str], inherit_env: bool) -> dict[str, str]:
-    """The child's environment: `env` over os.environ (or alone), plus the quiet defaults.
+    """The child's environment: `env` over os.environ plus the quiet defaults, or `env` alone.
 
-    With `inherit_env` false the child gets `env` and nothing else, so a child that needs PATH
-    (a `#!/usr/bin/env` script, a server spawning tools) must be given PATH in `env`.
+    With `inherit_env` false the child gets exactly `env`, so a child that needs PATH (a
+    `#!/usr/bin/env` script, a server spawning tools) or the FastMCP switches must be given them.
     """
-    merged = dict(os.environ) if inherit_env else {}
+    if not inherit_env:
+        return dict(env)
+    merged = dict(os.environ)
     merged.update(env)
     for name, value in CHILD_ENV_DEFAULTS.items():
         merged.setdefault(name, value)
