@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.test_reliability_cli import invoke, local_tooling, workflow
+from tests.cli.test_reliability_cli import events, invoke, local_tooling, workflow
 from tests.servers.serve import SERVERS_DIR
 
 TRICKY = SERVERS_DIR / "tricky_server.py"
@@ -41,3 +41,37 @@ def test_inheriting_servers_get_the_quiet_fastmcp_switches(
     monkeypatch.delenv("FASTMCP_CHECK_FOR_UPDATES")
     names = environ_of_server(tmp_path, env={"ONLY_VAR": "given"})
     assert {"ONLY_VAR", "PATH", "FASTMCP_SHOW_SERVER_BANNER", "FASTMCP_CHECK_FOR_UPDATES"} <= names
+
+
+# --- tool names that clash once made safe ------------------------------------------------------
+
+# Names that already fit keep them; the others get the first free `<safe>_<n>`.
+CLASH_MAPPING = {
+    "a b": "a_b_4",
+    "a_b": "a_b",
+    "a_b_2": "a_b_2",
+    "a.b": "a_b_5",
+    "a_b_3": "a_b_3",
+}
+
+
+def test_sanitized_names_never_take_a_valid_name_and_calls_reach_the_listed_tool(
+    tmp_path: Path,
+) -> None:
+    script = [
+        {"tool_calls": [{"name": name, "arguments": {}} for name in CLASH_MAPPING.values()]},
+        {"content": "done"},
+    ]
+    wf = workflow(tmp_path, local_tooling(TRICKY, "--clashing-names"), script=script)
+    code, out, err = invoke("tools", "list", str(wf), "--json")
+    assert code == 0, err
+    assert {row["original_name"]: row["name"] for row in json.loads(out)} == CLASH_MAPPING
+    for original, name in CLASH_MAPPING.items():
+        code, out, err = invoke("tools", "call", str(wf), name, "--json")
+        assert code == 0, err
+        assert json.loads(out)["blocks"][0]["text"] == f"called {original}"
+    code, _, err = invoke("run", str(wf), "--out", "run")
+    assert code == 0, err
+    results = [e for e in events(Path("run")) if e["kind"] == "tool.result"]
+    reached = {e["tool"]: e["blocks"][0]["text"] for e in results}
+    assert reached == {name: f"called {original}" for original, name in CLASH_MAPPING.items()}
