@@ -33,6 +33,7 @@ from devall_cli.providers.base import (
     dump_json,
     tool_call_from_json,
 )
+from devall_cli.tools import json_limits
 from devall_cli.tools.base import ToolSpec
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -173,7 +174,9 @@ def tool_definition(tool: ToolSpec) -> dict[str, Any]:
 def parse_completion(content: bytes, display_url: str) -> AssistantMessage:
     """The assistant turn of a Chat Completions response body."""
     try:
-        data = json.loads(content)
+        data = json_limits.loads(content)
+    except json_limits.JsonLimitError as exc:
+        raise _invalid(display_url, f"the body {exc}") from exc
     except ValueError as exc:
         raise _invalid(display_url, f"body is not JSON ({exc})") from exc
     if not isinstance(data, dict):

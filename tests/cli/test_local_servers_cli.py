@@ -5,14 +5,29 @@ safe. The servers are real scripts from `tests/servers/` on stdio; the model is 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.cli.test_reliability_cli import events, invoke, local_tooling, workflow
+from tests.cli.test_reliability_cli import (
+    events,
+    invoke,
+    local_tooling,
+    tool_messages,
+    workflow,
+)
+from tests.servers.fake_llm import FakeLLM, FakeReply
 from tests.servers.serve import SERVERS_DIR
 
 TRICKY = SERVERS_DIR / "tricky_server.py"
+API_KEY = "sk-local-servers-7c1e9a"
+
+
+@pytest.fixture
+def llm() -> Iterator[FakeLLM]:
+    with FakeLLM() as fake:
+        yield fake
 
 
 # --- the child's environment -------------------------------------------------------------------
@@ -75,3 +90,71 @@ def test_sanitized_names_never_take_a_valid_name_and_calls_reach_the_listed_tool
     results = [e for e in events(Path("run")) if e["kind"] == "tool.result"]
     reached = {e["tool"]: e["blocks"][0]["text"] for e in results}
     assert reached == {name: f"called {original}" for original, name in CLASH_MAPPING.items()}
+
+
+# --- JSON too deep from the model or the command line ------------------------------------------
+
+
+def nested_arguments(levels: int) -> str:
+    """Tool-call arguments as JSON text: an object whose `text` nests `levels - 1` lists."""
+    return '{"text": ' + "[" * (levels - 1) + '"x"' + "]" * (levels - 1) + "}"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "words"),
+    [
+        (nested_arguments(600), "nested deeper than 100 levels"),
+        (nested_arguments(5000), "nested deeper than 100 levels"),
+        (nested_arguments(101), "nested deeper than 100 levels"),
+        ('{"text": ' + "9" * 5000 + "}", "an integer longer than 4300 digits"),
+    ],
+    ids=["600_levels", "5000_levels", "101_levels", "5000_digits"],
+)
+def test_arguments_beyond_the_limits_are_a_tool_error_the_model_can_correct(
+    tmp_path: Path, llm: FakeLLM, arguments: str, words: str
+) -> None:
+    wf = workflow(tmp_path, local_tooling(TRICKY), llm=llm)
+    llm.enqueue(
+        FakeLLM.tool_call_reply([("echo", arguments)]),
+        FakeLLM.tool_call_reply([("echo", nested_arguments(100).replace('"x"', '"ok"'))]),
+        "recovered",
+    )
+    code, out, err = invoke("run", str(wf), "--out", "run", "--var", f"LLM_KEY={API_KEY}")
+    assert code == 0, err
+    assert out == "recovered\n" and "Traceback" not in err and "RecursionError" not in err
+    refused = tool_messages(llm.requests[1].body)["call_fake_1"]
+    assert refused.startswith("Error: tool call arguments ") and words in refused
+    at_the_limit = tool_messages(llm.requests[2].body)["call_fake_1"]
+    assert at_the_limit == "[" * 99 + "'ok'" + "]" * 99  # 100 levels reach the server
+    results = [e for e in events(Path("run")) if e["kind"] == "tool.result"]
+    assert [e["error_class"] for e in results] == ["invalid_arguments", None]
+
+
+def test_a_model_response_nested_too_deep_is_a_clear_error(tmp_path: Path, llm: FakeLLM) -> None:
+    # Some endpoints send the arguments as an object inside the body instead of as JSON text.
+    call = {"id": "c1", "type": "function", "function": {"name": "echo", "arguments": "@"}}
+    message = {"role": "assistant", "content": None, "tool_calls": [call]}
+    body = json.dumps({"choices": [{"message": message}]})
+    body = body.replace('"@"', nested_arguments(2000))
+    wf = workflow(tmp_path, local_tooling(TRICKY), llm=llm)
+    llm.enqueue(FakeReply(body=body.encode()))
+    code, _, err = invoke("run", str(wf), "--out", "run", "--var", f"LLM_KEY={API_KEY}")
+    assert code == 5, err
+    assert "devall: error: invalid response from model endpoint" in err
+    assert "nested deeper than 100 levels" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("arguments", "words"),
+    [
+        (nested_arguments(3000), "nested deeper than 100 levels"),
+        ('{"text": ' + "9" * 5000 + "}", "an integer longer than 4300 digits"),
+    ],
+)
+def test_tools_call_args_beyond_the_limits_are_a_usage_error(
+    tmp_path: Path, arguments: str, words: str
+) -> None:
+    wf = workflow(tmp_path, local_tooling(TRICKY), script=[{"content": "x"}])
+    code, out, err = invoke("tools", "call", str(wf), "echo", "--args", arguments)
+    assert code == 2 and out == ""
+    assert "--args" in err and words in err and "Traceback" not in err

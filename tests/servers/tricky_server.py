@@ -7,7 +7,7 @@ It speaks the handshake of hostile_server.py and writes `tricky server ready` to
 reads stdin. Tools:
     echo(text)         the text unchanged
     environ()          the names of the server's environment variables, as a sorted JSON list
-    deep_line(levels)  a valid response whose result nests `levels` arrays deep in `_meta`
+    deep_line(levels)  a valid response whose structuredContent nests `levels` arrays deep
     deep_request(levels)  first a request *from the server* nesting `levels` deep, then "ok"
     deep_junk(levels)  first a non-JSON-RPC stdout line nesting `levels` deep, then "ok"
     big_int(digits)    a valid response whose structuredContent holds an integer of `digits`
@@ -44,8 +44,8 @@ def nested(levels: int) -> str:
 
 
 def deep_answer(request_id: Any, levels: int, *, id_last: bool = False) -> None:
-    """A response whose tool result carries `levels` nested arrays under `_meta`."""
-    body = '{"content": [{"type": "text", "text": "deep"}], "_meta": {"deep": '
+    """A response whose tool result carries `levels` nested arrays in its structuredContent."""
+    body = '{"content": [{"type": "text", "text": "deep"}], "structuredContent": {"deep": '
     body += nested(levels) + "}}"
     ident = json.dumps(request_id)
     if id_last:
