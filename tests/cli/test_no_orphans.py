@@ -124,9 +124,15 @@ def test_a_server_ignoring_eof_and_sigterm_dies_with_devall_even_without_the_wat
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+    servers: list[int] = []
+
+    def started() -> bool:
+        servers[:] = children_of(proc.pid, "stubborn_server.py")
+        return bool(servers)
+
     try:
-        assert wait_for(lambda: children_of(proc.pid, "stubborn_server.py"), 20)
-        (server,) = children_of(proc.pid, "stubborn_server.py")
+        assert wait_for(started, 20)
+        (server,) = servers
         for pid in children_of(proc.pid):  # devall's watcher goes first: only the kernel is left
             if pid != server:
                 os.kill(pid, signal.SIGKILL)
@@ -137,8 +143,9 @@ def test_a_server_ignoring_eof_and_sigterm_dies_with_devall_even_without_the_wat
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-        for pid in children_of(1, "stubborn_server.py"):
-            os.kill(pid, signal.SIGKILL)  # only reached when the test failed
+        for pid in servers:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)  # does something only when the test failed
 
 
 def children_of(parent: int, marker: str = "") -> list[int]:
