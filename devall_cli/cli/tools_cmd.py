@@ -173,8 +173,12 @@ def call_command(
 
 
 def _parse_args(text: str) -> dict[str, Any]:
+    from devall_cli.tools import json_limits
+
     try:
-        value = json.loads(text)
+        value = json_limits.loads(text)
+    except json_limits.JsonLimitError as exc:
+        raise typer.BadParameter(f"the JSON {exc}", param_hint="--args") from None
     except json.JSONDecodeError as exc:
         raise typer.BadParameter(f"not valid JSON: {exc}", param_hint="--args") from None
     if not isinstance(value, dict):

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from devall_cli.tools import json_limits
 from devall_cli.tools.base import ToolSpec
 
 
@@ -94,7 +95,10 @@ def tool_call_from_json(call_id: str, name: str, raw: str) -> ToolCall:
         # Several endpoints send "" for a call without arguments; that means {}.
         return ToolCall(id=call_id, name=name, arguments={}, raw_arguments=raw)
     try:
-        parsed = json.loads(raw)
+        parsed = json_limits.loads(raw)
+    except json_limits.JsonLimitError as exc:
+        error = f"tool call arguments refused: the JSON {exc}"
+        return ToolCall(call_id, name, {}, raw, error=error)
     except ValueError as exc:
         error = f"tool call arguments are not valid JSON ({exc}): {_excerpt(raw)}"
         return ToolCall(call_id, name, {}, raw, error=error)

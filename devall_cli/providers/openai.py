@@ -35,6 +35,7 @@ from devall_cli.providers.base import (
 )
 from devall_cli.redaction import Redactor
 from devall_cli.text import clean_text, clean_value
+from devall_cli.tools import json_limits
 from devall_cli.tools.base import ToolSpec
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -181,7 +182,9 @@ def parse_completion(content: bytes, display_url: str) -> AssistantMessage:
     """The assistant turn of a Chat Completions response body."""
     try:
         # A "\ud800" escape is valid JSON but a lone surrogate, which no UTF-8 writer takes.
-        data = clean_value(json.loads(content))
+        data = clean_value(json_limits.loads(content))
+    except json_limits.JsonLimitError as exc:
+        raise _invalid(display_url, f"the body {exc}") from exc
     except ValueError as exc:
         raise _invalid(display_url, f"body is not JSON ({exc})") from exc
     if not isinstance(data, dict):

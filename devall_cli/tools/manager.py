@@ -33,13 +33,29 @@ DUPLICATE_MESSAGE = (
 SAFE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
-def safe_tool_name(name: str, taken: set[str]) -> str:
-    """`name` if the model API accepts it, else a sanitized, unique variant."""
-    if SAFE_NAME.match(name) and name not in taken:
-        return name
+def safe_tool_names(names: Sequence[str]) -> list[str]:
+    """One name the model API accepts per (distinct) name in `names`, all of them unique.
+
+    A name that is accepted already keeps it. Every other name is sanitized and, if needed,
+    numbered (`a_b_2`) to the first name no other tool of the list has, accepted or sanitized,
+    so a sanitized name can never take an accepted one or point at another tool. The outcome
+    depends only on `names` and their order.
+    """
+    taken = {name for name in names if SAFE_NAME.match(name)}
+    safe: list[str] = []
+    for name in names:
+        if not SAFE_NAME.match(name):
+            name = _sanitized(name, taken)
+            taken.add(name)
+        safe.append(name)
+    return safe
+
+
+def _sanitized(name: str, taken: set[str]) -> str:
+    """`name` with characters the API refuses replaced, cut, and numbered away from `taken`."""
     base = re.sub(r"[^A-Za-z0-9_-]", "_", name)[:58] or "tool"
     candidate, n = base, 2
-    while candidate in taken or not SAFE_NAME.match(candidate):
+    while candidate in taken:
         candidate, n = f"{base}_{n}", n + 1
     return candidate
 
@@ -201,8 +217,7 @@ class ToolManager:
         node = self.workflow.graph.node(node_id)
         if not isinstance(node.config, AgentConfig):
             return []
-        specs: list[ToolSpec] = []
-        routes: dict[str, Route] = {}
+        offered: list[tuple[str, SourcePlan, RawTool]] = []  # (final name, source, tool)
         declared: set[str] = set()
         for index, tooling in enumerate(node.config.tooling):
             plan = self.plan.source(self.plan.entries[(node_id, index)])
@@ -211,19 +226,25 @@ class ToolManager:
                 if final in declared:
                     raise _duplicate(final, tooling.path)
                 declared.add(final)
-                name = safe_tool_name(final, set(routes))
-                routes[name] = Route(plan.id, raw.name)
-                specs.append(
-                    ToolSpec(
-                        name=name,
-                        original_name=raw.name,
-                        description=raw.description,
-                        input_schema=raw.input_schema,
-                        source=plan.kind,
-                        server=plan.target,
-                        source_id=plan.id,
-                    )
-                )
+                offered.append((final, plan, raw))
+        # Named once the whole list is known: a sanitized name must avoid every accepted name.
+        names = safe_tool_names([final for final, _, _ in offered])
+        routes = {
+            name: Route(plan.id, raw.name)
+            for name, (_, plan, raw) in zip(names, offered, strict=True)
+        }
+        specs = [
+            ToolSpec(
+                name=name,
+                original_name=raw.name,
+                description=raw.description,
+                input_schema=raw.input_schema,
+                source=plan.kind,
+                server=plan.target,
+                source_id=plan.id,
+            )
+            for name, (_, plan, raw) in zip(names, offered, strict=True)
+        ]
         self._routes[node_id] = routes
         self._specs[node_id] = specs
         return specs

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import time
 from collections import Counter, deque
@@ -37,8 +38,10 @@ from devall_cli.errors import (
 )
 from devall_cli.text import clean_value
 from devall_cli.tools.base import LogCallback, RawTool, ServerInfo, SourceKind, ToolResult
+from devall_cli.tools.json_limits import JsonLimitError, check_value
 from devall_cli.tools.mcp_errors import (
     describe_failure,
+    error_result,
     is_handshake_timeout,
     is_session_lost,
     tool_error_class,
@@ -60,6 +63,9 @@ CLOSE_TIMEOUT = 5.0
 # transport's own connect (an SSE stream that never opens), a little later so the client's own,
 # more precise error usually wins.
 CONNECT_GRACE = 0.5
+
+# Where structuredContent sits in a response: message (1), result (2), structuredContent (3).
+STRUCTURED_CONTENT_LEVEL = 3
 
 # The MCP SDK logs transport tracebacks (e.g. a dropped SSE stream) at ERROR level; without a
 # handler Python would print them on stderr. devall reports those failures itself.
@@ -168,6 +174,9 @@ class McpSessionSource:
                 error_class=outcome.error_class,
                 duration_ms=duration_ms,
             )
+        refused = _refuse_too_deep(outcome, name)
+        if refused is not None:
+            return dataclasses.replace(refused, duration_ms=duration_ms)
         blocks = normalize_result(outcome, tool_name=name, store=self.store, source="mcp_tool")
         error_class = None
         if outcome.is_error:
@@ -367,6 +376,20 @@ class McpSessionSource:
         self._recent_log.append(line)
         if self.on_log is not None:
             self.on_log(self.id, line)
+
+
+def _refuse_too_deep(result: mcp_types.CallToolResult, name: str) -> ToolResult | None:
+    """An `invalid_result` for structured content nested beyond json_limits.py's limit.
+
+    Over stdio such a response never gets here (stdio_lines.py refuses the line); over HTTP the
+    SDK parsed it, and the normalizer and the event log would recurse through it.
+    """
+    try:
+        check_value(result.structured_content, level=STRUCTURED_CONTENT_LEVEL)
+    except JsonLimitError as exc:
+        text = f"tool '{name}' returned an invalid result: the response {exc}"
+        return error_result(text, tool_name=name, error_class="invalid_result")
+    return None
 
 
 async def _close_quietly(client: Client[Any]) -> None:

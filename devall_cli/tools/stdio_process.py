@@ -5,9 +5,11 @@ object go to the session (junk glued to the front of such a line is split off); 
 stdout line and every stderr line is a log line: kept in a tail buffer, appended to the server
 log file, passed to `on_log` and matched against `wait_for_log`.
 
-The child runs in its own process group so that teardown reaches its children too. Every live
-group is registered in `process_groups`, whose `kill_all_children()` (installed with `atexit`)
-makes sure none outlives devall. This module does not import fastmcp or mcp.
+The child runs in its own process group so that teardown reaches its children too; helpers that
+leave the group (`setsid`) are looked for below it while it runs and torn down with it. Every
+live child is registered in `process_groups`, which makes sure none outlives devall, and the
+kernel kills the child when devall dies (parent_death.py). This module does not import fastmcp
+or mcp.
 """
 
 from __future__ import annotations
@@ -26,12 +28,14 @@ from typing import IO, Any
 
 from devall_cli.errors import ServerStartError
 from devall_cli.text import clean_text
+from devall_cli.tools.parent_death import die_with_parent
 from devall_cli.tools.process_groups import (
-    group_alive,
     kill_all_children,
     live_child_pids,
     register,
-    signal_group,
+    signal_tree,
+    track_descendants,
+    tree_alive,
     unregister,
 )
 from devall_cli.tools.stdio_lines import iter_lines, overlong_answer, split_message
@@ -49,7 +53,8 @@ logger = logging.getLogger(__name__)
 
 LogCallback = Callable[[str, str], None]  # (source_id, line)
 
-# Quiet fastmcp children: no banner on stderr, no network update check at start.
+# Quiet fastmcp children that inherit devall's environment: no banner on stderr, no network
+# update check at start.
 CHILD_ENV_DEFAULTS: Mapping[str, str] = {
     "FASTMCP_SHOW_SERVER_BANNER": "false",
     "FASTMCP_CHECK_FOR_UPDATES": "off",
@@ -61,16 +66,19 @@ STDIN_GRACE = 0.75  # seconds a server gets to leave on its own once stdin is cl
 TERM_GRACE = 1.5  # seconds between SIGTERM and SIGKILL of the group
 KILL_GRACE = 2.0  # seconds to wait for the kernel to finish a SIGKILL
 EXIT_DRAIN = 0.5  # seconds to let the readers take in the last output of a dead process
+TRACK_INTERVAL = 0.5  # seconds between looks for helpers that left the child's process group
 _POLL = 0.02
 
 
 def build_child_env(env: Mapping[str, str], inherit_env: bool) -> dict[str, str]:
-    """The child's environment: `env` over os.environ (or alone), plus the quiet defaults.
+    """The child's environment: `env` over os.environ plus the quiet defaults, or `env` alone.
 
-    With `inherit_env` false the child gets `env` and nothing else, so a child that needs PATH
-    (a `#!/usr/bin/env` script, a server spawning tools) must be given PATH in `env`.
+    With `inherit_env` false the child gets exactly `env`, so a child that needs PATH (a
+    `#!/usr/bin/env` script, a server spawning tools) or the FastMCP switches must be given them.
     """
-    merged = dict(os.environ) if inherit_env else {}
+    if not inherit_env:
+        return dict(env)
+    merged = dict(os.environ)
     merged.update(env)
     for name, value in CHILD_ENV_DEFAULTS.items():
         merged.setdefault(name, value)
@@ -205,6 +213,7 @@ class StdioProcess:
                 cwd=self.cwd,
                 env=build_child_env(self.env, self.inherit_env),
                 start_new_session=True,
+                preexec_fn=die_with_parent(),
             )
         except (OSError, ValueError) as exc:
             self._close_log_file()
@@ -223,6 +232,7 @@ class StdioProcess:
             asyncio.create_task(self._read_stderr(proc.stderr)),
         ]
         self._tasks.append(asyncio.create_task(self._watch_exit(proc, list(self._tasks))))
+        self._tasks.append(asyncio.create_task(self._track(proc.pid)))
 
     async def wait_ready(self, timeout: float, *, startup_timeout: float | None = None) -> None:
         """Wait for the `wait_for_log` match (if any); raise ServerStartError when it fails.
@@ -231,6 +241,7 @@ class StdioProcess:
         """
         if self.pattern is None or self.log_matched.is_set():
             self.raise_if_exited("before it was ready")
+            self._track_now()
             return
         waiters = [
             asyncio.create_task(self.log_matched.wait()),
@@ -242,6 +253,7 @@ class StdioProcess:
             for waiter in waiters:
                 waiter.cancel()
         if self.log_matched.is_set():
+            self._track_now()  # helpers started while getting ready are known from now on
             return
         self.raise_if_exited("before it was ready")
         raise ServerStartError(
@@ -365,7 +377,7 @@ class StdioProcess:
             await asyncio.wait(pending, timeout=EXIT_DRAIN)
         if not self.closing:
             logger.info("server %s exited with %s", self.id, self.exit_status_text())
-        if not group_alive(proc.pid):
+        if not tree_alive(proc.pid):
             unregister(proc.pid)  # nothing left to kill; its pid may be reused from now on
         self._end_messages()
         self.exited.set()
@@ -395,7 +407,18 @@ class StdioProcess:
         if self._proc is not None:
             self._signal_group(signal.SIGKILL)
 
+    async def _track(self, pid: int) -> None:
+        # Helpers that call setsid leave the group: found while their parent still links them.
+        while True:
+            await asyncio.sleep(TRACK_INTERVAL)
+            track_descendants(pid)
+
+    def _track_now(self) -> None:
+        if self._proc is not None:
+            track_descendants(self._proc.pid)
+
     async def _teardown(self, proc: asyncio.subprocess.Process, stdin_grace: float) -> None:
+        self._track_now()  # the helpers started since the last look
         try:
             if proc.stdin is not None:
                 proc.stdin.close()  # EOF on stdin asks a well-behaved server to leave
@@ -434,11 +457,11 @@ class StdioProcess:
 
     def _signal_group(self, signum: int) -> None:
         if self._proc is not None:
-            signal_group(self._proc.pid, signum)
+            signal_tree(self._proc.pid, signum)
 
     @staticmethod
     def _group_alive(pgid: int) -> bool:
-        return group_alive(pgid)
+        return tree_alive(pgid)
 
     # --- log file ----------------------------------------------------------------------------
 

@@ -11,7 +11,7 @@ import pytest
 
 from devall_cli.config.loader import load_workflow
 from devall_cli.errors import ConfigError
-from devall_cli.tools.manager import ToolManager, safe_tool_name
+from devall_cli.tools.manager import ToolManager, safe_tool_names
 from tests.servers.serve import FIXTURE_SERVER, ServerProcess, live_children, pid_gone
 
 FUNCTIONS = '''
@@ -151,10 +151,13 @@ async def test_cache_ttl_controls_relisting(
 
 
 def test_safe_tool_names_are_mapped_and_unique() -> None:
-    taken = {"a_b"}
-    assert safe_tool_name("ok-name_1", set()) == "ok-name_1"
-    assert safe_tool_name("a.b", taken) == "a_b_2"
-    assert len(safe_tool_name("x" * 80, set())) <= 64
+    assert safe_tool_names(["ok-name_1", "a.b", "a_b", "x" * 80]) == [
+        "ok-name_1",
+        "a_b_2",  # `a_b` belongs to the tool of that name, listed later
+        "a_b",
+        "x" * 58,
+    ]
+    assert safe_tool_names(["a b", "a.b", "a_b_2"]) == ["a_b", "a_b_3", "a_b_2"]
 
 
 async def test_local_processes_are_gone_after_close(tmp_path: Path, remote: ServerProcess) -> None:

@@ -92,19 +92,18 @@ async def test_iter_lines_splits_lines_across_chunks() -> None:
 def test_child_env_without_inherit_is_env_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DEVALL_PARENT_MARKER", "parent")
     env = build_child_env({"ONLY": "this", "FASTMCP_SHOW_SERVER_BANNER": "true"}, False)
-    assert env == {
-        "ONLY": "this",
-        "FASTMCP_SHOW_SERVER_BANNER": "true",  # the user's value wins
-        "FASTMCP_CHECK_FOR_UPDATES": "off",
-    }
+    assert env == {"ONLY": "this", "FASTMCP_SHOW_SERVER_BANNER": "true"}  # nothing added
 
 
 def test_child_env_with_inherit_merges_env_over_the_parent(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DEVALL_PARENT_MARKER", "parent")
     monkeypatch.setenv("DEVALL_OVERRIDDEN", "parent")
-    env = build_child_env({"DEVALL_OVERRIDDEN": "child"}, True)
+    monkeypatch.delenv("FASTMCP_CHECK_FOR_UPDATES")
+    env = build_child_env({"DEVALL_OVERRIDDEN": "child", "FASTMCP_SHOW_SERVER_BANNER": "x"}, True)
     assert env["DEVALL_PARENT_MARKER"] == "parent"
     assert env["DEVALL_OVERRIDDEN"] == "child"
+    assert env["FASTMCP_SHOW_SERVER_BANNER"] == "x"  # the user's value wins over the default
+    assert env["FASTMCP_CHECK_FOR_UPDATES"] == "off"
 
 
 # --- spawn failures --------------------------------------------------------------------------
@@ -165,11 +164,7 @@ async def test_inherit_env_false_gives_the_child_only_env(monkeypatch: pytest.Mo
     )
     names = await _env_names(proc)
     # Python itself may add LC_CTYPE when it coerces the C locale; nothing else may appear.
-    assert names - {"LC_CTYPE"} == {
-        "ONLY_THIS",
-        "FASTMCP_SHOW_SERVER_BANNER",
-        "FASTMCP_CHECK_FOR_UPDATES",
-    }
+    assert names - {"LC_CTYPE"} == {"ONLY_THIS"}
 
 
 async def test_inherit_env_true_keeps_the_parent_environment(
