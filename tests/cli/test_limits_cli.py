@@ -1,0 +1,71 @@
+"""`devall run` within its limits: deadlines, input sizes, a full disk, the run directory.
+
+Each test drives the real command against a hostile peer (a model endpoint that trickles or
+floods, a server that hangs or floods) or a hostile file, and checks what the user sees: the
+exit code, one clear error line, the answer, and the files of the run.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.cli.test_reliability_cli import (
+    API_KEY,
+    invoke,
+    workflow,
+)
+from tests.servers.fake_llm import FakeLLM
+
+MB = 1024 * 1024
+
+
+@pytest.fixture
+def llm() -> Iterator[FakeLLM]:
+    with FakeLLM() as fake:
+        yield fake
+
+
+def run(wf: Path, *args: str) -> tuple[int, str, str]:
+    """`devall run WF --out run` with the fake LLM's key."""
+    return invoke("run", str(wf), "--out", "run", "--var", f"LLM_KEY={API_KEY}", *args)
+
+
+# --- deadlines ---------------------------------------------------------------------------------
+
+
+def test_a_model_endpoint_that_trickles_is_cut_off_at_the_timeout(
+    tmp_path: Path, llm: FakeLLM
+) -> None:
+    # One byte every 0.3 s never lets a per-read timeout of 1 s expire; the whole body would
+    # take over a minute.
+    llm.enqueue(FakeLLM.dripping_reply(0.3, "an answer that takes its time"))
+    wf = workflow(tmp_path, llm=llm, params={"timeout": 1, "retries": 0})
+    started = time.monotonic()
+    code, out, err = run(wf)
+    assert time.monotonic() - started < 4
+    assert code == 4, err
+    assert out == ""
+    assert "devall: error: model endpoint http://127.0.0.1:" in err
+    assert "timed out (no complete answer within 1 s)" in err
+    assert "Traceback" not in err
+
+
+# --- input sizes -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("declared", [True, False], ids=["declared_size", "chunked"])
+def test_a_huge_model_answer_is_refused_without_being_read_whole(
+    tmp_path: Path, llm: FakeLLM, declared: bool
+) -> None:
+    llm.enqueue(FakeLLM.huge_reply(300 * MB, declare_size=declared))
+    code, out, err = run(workflow(tmp_path, llm=llm))
+    assert code == 5, err
+    assert out == ""
+    size = "314572800 bytes" if declared else "more than 10485760 bytes"
+    assert f"answered with {size}; devall reads at most 10485760 bytes of a model's answer" in err
+    assert llm.sent_bytes < 64 * MB  # the rest of the 300 MB was never read
+    assert "Traceback" not in err
