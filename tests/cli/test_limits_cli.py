@@ -16,9 +16,12 @@ import pytest
 from tests.cli.test_reliability_cli import (
     API_KEY,
     invoke,
+    of_kind,
+    remote_tooling,
     workflow,
 )
 from tests.servers.fake_llm import FakeLLM
+from tests.servers.serve import FIXTURE_SERVER, ServerProcess
 
 MB = 1024 * 1024
 
@@ -52,6 +55,28 @@ def test_a_model_endpoint_that_trickles_is_cut_off_at_the_timeout(
     assert "devall: error: model endpoint http://127.0.0.1:" in err
     assert "timed out (no complete answer within 1 s)" in err
     assert "Traceback" not in err
+
+
+def test_a_remote_call_to_a_hung_server_ends_at_its_timeout(tmp_path: Path) -> None:
+    # Over SSE a request is a POST of its own: a server that stops answering holds that POST,
+    # and every later request waits behind it.
+    script = [
+        {"tool_calls": [{"name": "stall", "arguments": {"seconds": 3}}]},
+        {"tool_calls": [{"name": "echo", "arguments": {"text": "anyone?"}}]},
+        {"content": "gave up: {tool_result}"},
+    ]
+    server = ServerProcess(FIXTURE_SERVER, "sse")
+    server.start()
+    try:
+        wf = workflow(tmp_path, remote_tooling(server.url, timeout=1), script=script)
+        code, out, err = run(wf)
+    finally:
+        server.kill()  # at once: a server stalled in a blocking call would delay a SIGTERM
+    assert code == 0, err
+    assert out == "gave up: tool 'echo' timed out after 1s\n"
+    results = of_kind(Path("run"), "tool.result")
+    assert [r["error_class"] for r in results] == ["timeout", "timeout"]
+    assert all(r["duration_ms"] < 2000 for r in results), [r["duration_ms"] for r in results]
 
 
 # --- input sizes -------------------------------------------------------------------------------
