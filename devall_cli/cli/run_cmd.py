@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, BinaryIO
 
 import typer
 
+from devall_cli import limits
 from devall_cli.cli.app import app
 from devall_cli.cli.common import (
     EnvFileOption,
@@ -28,14 +31,47 @@ def read_task(task: str | None, task_file: str | None) -> str:
     """The task text from --task, --task-file PATH, or --task-file - (stdin)."""
     if task is not None and task_file is not None:
         raise UsageError("give --task or --task-file, not both")
-    if task_file == "-":
-        return sys.stdin.read()
-    if task_file is not None:
-        try:
-            return Path(task_file).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"cannot read --task-file {task_file}: {exc}") from None
-    return task or ""
+    if task_file is None:
+        return task or ""
+    try:
+        if task_file == "-":
+            raw = _read_capped(sys.stdin.buffer, task_file)
+        else:
+            with open(task_file, "rb") as handle:
+                raw = _read_capped(handle, task_file)
+        return raw.decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read --task-file {task_file}: {exc}") from None
+
+
+def _read_capped(handle: BinaryIO, name: str) -> bytes:
+    """At most `limits.TASK_BYTES`; a regular file is refused from its size before reading."""
+    limit = limits.TASK_BYTES
+    size = _regular_file_size(handle)
+    if size is not None and size > limit:
+        raise _task_too_large(name, f"{size} bytes")
+    # Pipes and devices (`/dev/zero`) tell no size: one byte past the limit says it is over.
+    raw = handle.read(limit + 1)
+    if len(raw) > limit:
+        raise _task_too_large(name, f"more than {limit} bytes")
+    return raw
+
+
+def _regular_file_size(handle: BinaryIO) -> int | None:
+    """The size of the regular file behind `handle`; None for a pipe, a device or a stand-in."""
+    try:
+        info = os.fstat(handle.fileno())
+    except (OSError, ValueError):  # a stream without a descriptor (stdin under a test runner)
+        return None
+    return info.st_size if stat.S_ISREG(info.st_mode) else None
+
+
+def _task_too_large(name: str, size: str) -> UsageError:
+    limit = limits.TASK_BYTES
+    return UsageError(
+        f"--task-file {name} is too large: {size}; "
+        f"a task may hold at most {limit // limits.MB} MB ({limit} bytes)"
+    )
 
 
 @app.command("run")

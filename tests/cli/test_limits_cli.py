@@ -7,12 +7,16 @@ exit code, one clear error line, the answer, and the files of the run.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from devall_cli import limits
+from devall_cli.cli.app import app
 from tests.cli.test_reliability_cli import (
     API_KEY,
     invoke,
@@ -35,6 +39,13 @@ def llm() -> Iterator[FakeLLM]:
 def run(wf: Path, *args: str) -> tuple[int, str, str]:
     """`devall run WF --out run` with the fake LLM's key."""
     return invoke("run", str(wf), "--out", "run", "--var", f"LLM_KEY={API_KEY}", *args)
+
+
+def sparse(path: Path, size: int) -> Path:
+    """A file of `size` bytes that takes no room on disk."""
+    with path.open("wb") as handle:
+        handle.truncate(size)
+    return path
 
 
 # --- deadlines ---------------------------------------------------------------------------------
@@ -80,6 +91,61 @@ def test_a_remote_call_to_a_hung_server_ends_at_its_timeout(tmp_path: Path) -> N
 
 
 # --- input sizes -------------------------------------------------------------------------------
+
+
+def test_an_env_file_over_the_limit_is_refused_from_its_size(tmp_path: Path) -> None:
+    wf = workflow(tmp_path, script=[{"content": "x"}])
+    env = sparse(tmp_path / ".env", 2 * 1024 * MB)
+    started = time.monotonic()
+    code, _, err = invoke("validate", str(wf))
+    assert time.monotonic() - started < 2
+    assert code == 3
+    assert err.startswith(
+        f"devall: error: {env}: the env file is too large: 2147483648 bytes; "
+        "env files may hold at most 1 MB (1048576 bytes)"
+    )
+
+
+def test_an_endless_env_file_is_read_only_up_to_the_limit(tmp_path: Path) -> None:
+    wf = workflow(tmp_path, script=[{"content": "x"}])
+    code, _, err = invoke("validate", str(wf), "--env-file", "/dev/zero")
+    assert code == 3
+    assert err.startswith(
+        "devall: error: /dev/zero: the env file is too large: more than 1048576 bytes"
+    )
+
+
+def test_an_env_file_may_be_a_pipe(tmp_path: Path) -> None:
+    wf = workflow(tmp_path, script=[{"content": "${GREETING}"}])
+    read_end, write_end = os.pipe()
+    os.write(write_end, b"GREETING=hello from a pipe\n")
+    os.close(write_end)
+    try:
+        code, out, err = invoke("run", str(wf), "--out", "run", "--env-file", f"/dev/fd/{read_end}")
+    finally:
+        os.close(read_end)
+    assert code == 0, err
+    assert out == "hello from a pipe\n"
+
+
+@pytest.mark.parametrize("source", ["device", "sparse_file", "stdin"])
+def test_a_task_over_the_limit_is_a_usage_error(tmp_path: Path, source: str) -> None:
+    wf = workflow(tmp_path, script=[{"content": "x"}])
+    path, stdin = {
+        "device": ("/dev/zero", None),
+        "sparse_file": (str(sparse(tmp_path / "task.txt", 1024 * MB)), None),
+        "stdin": ("-", b"x" * (limits.TASK_BYTES + 1)),
+    }[source]
+    started = time.monotonic()
+    result = CliRunner().invoke(app, ["run", str(wf), "--task-file", path], input=stdin)
+    assert time.monotonic() - started < 2
+    assert result.exit_code == 2, result.stderr
+    size = "1073741824 bytes" if source == "sparse_file" else "more than 10485760 bytes"
+    assert result.stderr == (
+        f"devall: error: --task-file {path} is too large: {size}; "
+        "a task may hold at most 10 MB (10485760 bytes)\n"
+    )
+    assert not Path("logs").exists()  # refused before anything started
 
 
 @pytest.mark.parametrize("declared", [True, False], ids=["declared_size", "chunked"])
