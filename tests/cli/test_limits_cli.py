@@ -7,6 +7,7 @@ exit code, one clear error line, the answer, and the files of the run.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Iterator
@@ -19,7 +20,9 @@ from devall_cli import limits
 from devall_cli.cli.app import app
 from tests.cli.test_reliability_cli import (
     API_KEY,
+    HOSTILE,
     invoke,
+    local_tooling,
     of_kind,
     remote_tooling,
     workflow,
@@ -160,3 +163,39 @@ def test_a_huge_model_answer_is_refused_without_being_read_whole(
     assert f"answered with {size}; devall reads at most 10485760 bytes of a model's answer" in err
     assert llm.sent_bytes < 64 * MB  # the rest of the 300 MB was never read
     assert "Traceback" not in err
+
+
+FLOOD_FUNCTION = '''
+def flood(chars: int) -> str:
+    """A text of `chars` characters."""
+    return "0123456789" * (chars // 10)
+'''
+
+
+@pytest.mark.parametrize("source", ["function", "mcp_remote", "mcp_local"])
+def test_a_huge_tool_result_is_kept_cut_with_a_marker(tmp_path: Path, source: str) -> None:
+    script = [
+        {"tool_calls": [{"name": "flood", "arguments": {"chars": 3_000_000}}]},
+        {"content": "done"},
+    ]
+    server = ServerProcess(FIXTURE_SERVER) if source == "mcp_remote" else None
+    if source == "function":
+        (tmp_path / "functions").mkdir()
+        (tmp_path / "functions" / "flood.py").write_text(FLOOD_FUNCTION)
+        tooling = json.dumps({"type": "function", "config": {"tools": [{"name": "flood"}]}})
+    elif server is not None:
+        tooling = remote_tooling(server.start())
+    else:
+        tooling = local_tooling(HOSTILE)
+    try:
+        code, _, err = run(workflow(tmp_path, tooling, script=script))
+    finally:
+        if server is not None:
+            server.stop()
+    assert code == 0, err
+    (result,) = of_kind(Path("run"), "tool.result")
+    (block,) = result["blocks"]
+    marker = "\n…[truncated: 1000000 of 3000000 characters]"
+    assert block["text"].startswith("0123456789") and block["text"].endswith(marker)
+    assert len(block["text"]) == limits.TOOL_RESULT_CHARS + len(marker)
+    assert (Path("run") / "events.jsonl").stat().st_size < 2 * MB

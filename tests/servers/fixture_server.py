@@ -178,6 +178,12 @@ async def slow(seconds: float) -> str:
 
 
 @mcp.tool
+def flood(chars: int) -> str:
+    """A text result of `chars` characters (`0123456789` repeated)."""
+    return "0123456789" * (chars // 10)
+
+
+@mcp.tool
 async def stall(seconds: float) -> str:
     """Hold the whole server still (its event loop blocked) for `seconds`: a hung server."""
     time.sleep(seconds)  # blocking on purpose: no request is read or answered meanwhile
