@@ -56,6 +56,15 @@ def open_run_file(path: Path, *, append: bool = False, own_folder: bool = False)
         raise
 
 
+def move_run_file(path: Path, new_name: str) -> None:
+    """Rename `path` to `new_name` in its own folder of the run (replacing what had that name)."""
+    dir_fd = _open_folder(Path(path).parent, True)
+    try:
+        os.replace(Path(path).name, new_name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
 def _open_folder(folder: Path, own: bool) -> int:
     """A descriptor of `folder`, created if missing; with `own`, refusing a symlink."""
     folder.mkdir(parents=True, exist_ok=True)

@@ -12,6 +12,7 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -199,3 +200,29 @@ def test_a_huge_tool_result_is_kept_cut_with_a_marker(tmp_path: Path, source: st
     assert block["text"].startswith("0123456789") and block["text"].endswith(marker)
     assert len(block["text"]) == limits.TOOL_RESULT_CHARS + len(marker)
     assert (Path("run") / "events.jsonl").stat().st_size < 2 * MB
+
+
+def test_a_server_log_moves_aside_at_its_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(limits, "SERVER_LOG_BYTES", 10_000)
+    texts = [str(n) * 3000 for n in range(1, 7)] + ["L" * 25_000]
+    script: list[dict[str, Any]] = [
+        {"tool_calls": [{"name": "hs_log", "arguments": {"text": text}}]} for text in texts
+    ]
+    script.append({"content": "logged"})
+    wf = workflow(tmp_path, local_tooling(HOSTILE, prefix="hs"), script=script)
+    code, _, err = invoke("run", str(wf), "--out", "run", "--quiet")
+    assert code == 0, err
+    log, older = Path("run/servers/hs.log"), Path("run/servers/hs.log.1")
+    assert log.stat().st_size <= 10_000 and older.stat().st_size <= 10_000
+    last = log.read_text(encoding="utf-8").splitlines()[-1]
+    # The line longer than the whole limit is kept cut, with a marker.
+    assert last.startswith("hostile server log: LLLL")
+    assert last.endswith(f" of {len('hostile server log: ') + 25_000} characters]")
+    assert "…[truncated: " in last
+    assert "6" * 3000 in older.read_text(encoding="utf-8")
+    assert older.read_text(encoding="utf-8").startswith("[devall: ")
+    # The trace still has every line, whole.
+    logged = [e["line"] for e in of_kind(Path("run"), "server.log")]
+    assert f"hostile server log: {texts[-1]}" in logged
