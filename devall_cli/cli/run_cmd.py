@@ -7,7 +7,7 @@ import stat
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, BinaryIO
+from typing import TYPE_CHECKING, Annotated, BinaryIO
 
 import typer
 
@@ -25,6 +25,10 @@ from devall_cli.cli.common import (
     stderr_console,
 )
 from devall_cli.errors import RunFailedError, UsageError
+
+if TYPE_CHECKING:
+    from devall_cli.config.model import Workflow
+    from devall_cli.trace.console import Verbosity
 
 
 def read_task(task: str | None, task_file: str | None) -> str:
@@ -107,12 +111,8 @@ def run_command(
     The trace goes to stderr; events.jsonl, result.json, attachments/ and servers/*.log are
     written to the run directory. --json prints result.json on stdout instead of the answer.
     """
-    from devall_cli.engine.events import EventBus
-    from devall_cli.engine.runner import new_run_id, run_workflow
-    from devall_cli.trace.console import ConsoleSink
-    from devall_cli.trace.jsonl import JsonlSink
-    from devall_cli.trace.redact import Redactor
-    from devall_cli.trace.result import ResultSink
+    from devall_cli.engine.runner import new_run_id
+    from devall_cli.trace.run_files import locked_run_dir
 
     if quiet and verbose:
         raise UsageError("give --quiet or --verbose, not both")
@@ -120,26 +120,43 @@ def run_command(
     loaded = load(workflow, var, env_file)
     run_id = new_run_id(loaded)
     run_dir = out if out is not None else Path("logs") / run_id
-    run_dir.mkdir(parents=True, exist_ok=True)
+    mode: Verbosity = "quiet" if quiet else "verbose" if verbose else "normal"
+    # One run at a time per directory: a second one would interleave its lines with ours.
+    with locked_run_dir(run_dir):
+        _run_in(run_dir, loaded, task_text, run_id, mode=mode, json_output=json_output)
+
+
+def _run_in(
+    run_dir: Path,
+    loaded: Workflow,
+    task: str,
+    run_id: str,
+    *,
+    mode: Verbosity,
+    json_output: bool,
+) -> None:
+    """Run with the trace on stderr and the records in `run_dir`; print the answer on stdout."""
+    from devall_cli.engine.events import EventBus
+    from devall_cli.engine.runner import run_workflow
+    from devall_cli.trace.console import ConsoleSink
+    from devall_cli.trace.jsonl import JsonlSink
+    from devall_cli.trace.redact import Redactor
+    from devall_cli.trace.result import ResultSink
+
     redactor = Redactor.for_workflow(loaded)
     bus = EventBus(on_sink_error=lambda sink, exc: _warn_sink(sink, exc, redactor.text))
     signals = SignalState()
-    console = ConsoleSink(
-        stderr_console(), redactor, "quiet" if quiet else "verbose" if verbose else "normal"
-    )
+    console = ConsoleSink(stderr_console(), redactor, mode)
     jsonl = JsonlSink(run_dir / "events.jsonl", redactor)
-    result_path = run_dir / "result.json"
-    for sink in (
-        console,
-        jsonl,
-        ResultSink(result_path, redactor, node_ids=[n.id for n in loaded.graph.nodes]),
-    ):
+    node_ids = [node.id for node in loaded.graph.nodes]
+    results = ResultSink(run_dir / "result.json", redactor, node_ids=node_ids)
+    for sink in (console, jsonl, results):
         bus.subscribe(sink)
     try:
         result = run_async(
             run_workflow(
                 loaded,
-                task=task_text,
+                task=task,
                 run_id=run_id,
                 run_dir=run_dir,
                 bus=bus,
@@ -150,8 +167,8 @@ def run_command(
     finally:
         console.close()
         jsonl.close()
-        if json_output and result_path.exists():
-            sys.stdout.write(result_path.read_text(encoding="utf-8"))
+        if json_output and results.path.exists():
+            sys.stdout.write(results.path.read_text(encoding="utf-8"))
             sys.stdout.flush()
     if not json_output:
         output = redactor.text(result.output)

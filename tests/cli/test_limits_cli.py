@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import json
 import os
+import stat
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +25,7 @@ from devall_cli.cli.app import app
 from tests.cli.test_reliability_cli import (
     API_KEY,
     HOSTILE,
+    events,
     invoke,
     local_tooling,
     of_kind,
@@ -32,6 +36,8 @@ from tests.servers.fake_llm import FakeLLM
 from tests.servers.serve import FIXTURE_SERVER, ServerProcess
 
 MB = 1024 * 1024
+
+DEVALL = Path(sys.executable).parent / "devall"
 
 
 @pytest.fixture
@@ -226,3 +232,79 @@ def test_a_server_log_moves_aside_at_its_limit(
     # The trace still has every line, whole.
     logged = [e["line"] for e in of_kind(Path("run"), "server.log")]
     assert f"hostile server log: {texts[-1]}" in logged
+
+
+# --- the run directory -------------------------------------------------------------------------
+
+
+def test_a_second_run_into_the_same_directory_is_refused(tmp_path: Path, llm: FakeLLM) -> None:
+    llm.enqueue(FakeLLM.slow_reply(3, "first"))
+    wf = workflow(tmp_path, llm=llm)
+    first = subprocess.Popen(
+        [str(DEVALL), "run", str(wf), "--out", "run", "--var", f"LLM_KEY={API_KEY}"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not llm.requests and time.monotonic() < deadline:  # the first run is under way
+            time.sleep(0.05)
+        code, out, err = run(wf)
+        out_first, err_first = first.communicate(timeout=30)
+    finally:
+        first.kill()
+        first.wait()
+    assert code == 1 and out == ""
+    assert err == (
+        "devall: error: the run directory run is in use by another devall run; give another --out\n"
+    )
+    assert first.returncode == 0, err_first
+    assert out_first == "first\n"
+    logged = events(Path("run"))
+    assert logged[0]["kind"] == "run.started"
+    assert logged[-1]["kind"] == "run.finished" and logged[-1]["status"] == "ok"
+    assert len({e["run_id"] for e in logged}) == 1
+
+
+def test_planted_hard_links_are_never_written_through(tmp_path: Path) -> None:
+    victims = {}
+    run_dir = tmp_path / "run"
+    (run_dir / "servers").mkdir(parents=True)
+    for name in ("events.jsonl", "servers/fx.log", "result.json"):
+        victim = tmp_path / f"victim-{Path(name).name}"
+        victim.write_text("not yours\n")
+        os.link(victim, run_dir / name)
+        victims[name] = victim
+    script = [{"tool_calls": [{"name": "fx_image", "arguments": {}}]}, {"content": "done"}]
+    wf = workflow(tmp_path, local_tooling(FIXTURE_SERVER, prefix="fx"), script=script)
+    code, _, err = invoke("run", str(wf), "--out", str(run_dir))
+    assert code == 0, err
+    for name, victim in victims.items():
+        assert victim.read_text() == "not yours\n", name
+        assert (run_dir / name).stat().st_ino != victim.stat().st_ino, name
+    assert "fixture server ready" in (run_dir / "servers" / "fx.log").read_text()
+
+
+def test_run_files_are_private_to_their_owner(tmp_path: Path) -> None:
+    script = [{"tool_calls": [{"name": "fx_image", "arguments": {}}]}, {"content": "done"}]
+    wf = workflow(tmp_path, local_tooling(FIXTURE_SERVER, prefix="fx"), script=script)
+    code, _, err = invoke("run", str(wf), "--out", "run")
+    assert code == 0, err
+    files = [p for p in Path("run").rglob("*") if p.is_file()]
+    names = {str(p.relative_to("run")) for p in files}
+    assert {"events.jsonl", "result.json", "servers/fx.log", "attachments/image_image_1.png"} <= (
+        names
+    )
+    modes = {str(p): oct(stat.S_IMODE(p.stat().st_mode)) for p in files}
+    assert set(modes.values()) == {"0o600"}, modes
+
+
+def test_a_run_directory_that_cannot_be_created_is_a_clear_error(tmp_path: Path) -> None:
+    Path("blocker").write_text("a file, not a folder\n")
+    wf = workflow(tmp_path, script=[{"content": "x"}])
+    code, out, err = invoke("run", str(wf), "--out", "blocker/run")
+    assert code == 1 and out == ""
+    assert err.startswith("devall: error: cannot use the run directory blocker/run: ")
+    assert "internal error" not in err
