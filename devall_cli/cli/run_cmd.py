@@ -135,13 +135,17 @@ def _run_in(
     mode: Verbosity,
     json_output: bool,
 ) -> None:
-    """Run with the trace on stderr and the records in `run_dir`; print the answer on stdout."""
+    """Run with the trace on stderr and the records in `run_dir`; print the answer on stdout.
+
+    The answer is printed even when a record could not be written (a full disk); that is
+    reported after it, naming the file, and fails the command.
+    """
     from devall_cli.engine.events import EventBus
     from devall_cli.engine.runner import run_workflow
     from devall_cli.trace.console import ConsoleSink
     from devall_cli.trace.jsonl import JsonlSink
     from devall_cli.trace.redact import Redactor
-    from devall_cli.trace.result import ResultSink
+    from devall_cli.trace.result import ResultSink, json_text
 
     redactor = Redactor.for_workflow(loaded)
     bus = EventBus(on_sink_error=lambda sink, exc: _warn_sink(sink, exc, redactor.text))
@@ -167,19 +171,20 @@ def _run_in(
     finally:
         console.close()
         jsonl.close()
-        if json_output and results.path.exists():
-            sys.stdout.write(results.path.read_text(encoding="utf-8"))
+        if json_output and results.document is not None:
+            sys.stdout.write(json_text(results.document))
             sys.stdout.flush()
     if not json_output:
         output = redactor.text(result.output)
         sys.stdout.write(output + ("" if output.endswith("\n") else "\n"))
         sys.stdout.flush()
-    lost = [e for e in bus.sink_errors if e.startswith(("ResultSink", "JsonlSink"))]
-    if lost:
-        raise RunFailedError(redactor.text(f"the run's records are incomplete: {lost[0]}"))
+    failures = [redactor.text(f) for f in (jsonl.failure, results.failure) if f]
+    if failures:
+        raise RunFailedError(failures[0], details=failures[1:])
 
 
 def _warn_sink(sink: object, exc: BaseException, mask: Callable[[str], str]) -> None:
     """A sink failed (once): say so, but let the run go on."""
-    name = type(sink).__name__
-    stderr_console().print(f"devall: warning: {mask(f'{name} failed: {exc}')}", markup=False)
+    # A file sink says which file it could not write; any other sink is named by its class.
+    text = getattr(sink, "failure", None) or f"{type(sink).__name__} failed: {exc}"
+    stderr_console().print(f"devall: warning: {mask(text)}", markup=False)

@@ -21,6 +21,7 @@ from devall_cli.engine.recorder import (
     ToolStats,
 )
 from devall_cli.trace.redact import Redactor
+from devall_cli.trace.run_files import write_failure
 
 
 def _tokens(tokens: TokenCounts) -> dict[str, int]:
@@ -104,14 +105,18 @@ def build_result(
     return redacted
 
 
+def json_text(document: Any) -> str:
+    """The text of result.json (and of `run --json`) for a document."""
+    return json.dumps(document, indent=2, ensure_ascii=False, default=str) + "\n"
+
+
 def write_json_atomic(path: Path, document: Any) -> None:
-    """Write JSON to a temporary file beside `path`, then rename it into place."""
+    """Write JSON to a temporary file beside `path` (mode 0600), then rename it into place."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(document, handle, indent=2, ensure_ascii=False, default=str)
-            handle.write("\n")
+            handle.write(json_text(document))
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -128,7 +133,11 @@ def write_result(
 
 
 class ResultSink:
-    """An event sink that writes result.json when the run finishes (ok, failed or interrupted)."""
+    """An event sink that writes result.json when the run finishes (ok, failed or interrupted).
+
+    `document` holds what was (or should have been) written; `failure` says why the file
+    could not be written, if it could not.
+    """
 
     def __init__(self, path: Path, redactor: Redactor, *, node_ids: Sequence[str] = ()) -> None:
         self.path = Path(path)
@@ -136,11 +145,16 @@ class ResultSink:
         self.node_ids = tuple(node_ids)
         self.recorder = RunRecorder()
         self.document: dict[str, Any] | None = None
+        self.failure: str | None = None
 
     def __call__(self, event: Event) -> None:
         """Record the event; on `run.finished` write the file."""
         self.recorder(event)
         if isinstance(event, RunFinishedEvent):
-            self.document = write_result(
-                self.path, self.recorder.result(), self.redactor, node_ids=self.node_ids
-            )
+            try:
+                result = self.recorder.result()
+                self.document = build_result(result, self.redactor, node_ids=self.node_ids)
+                write_json_atomic(self.path, self.document)
+            except Exception as exc:
+                self.failure = write_failure(self.path, exc)
+                raise

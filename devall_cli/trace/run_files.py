@@ -109,6 +109,15 @@ def move_run_file(path: Path, new_name: str) -> None:
         os.close(dir_fd)
 
 
+def write_failure(path: Path, exc: BaseException) -> str:
+    """`could not write PATH: reason`, for a file of the run that could not be written."""
+    if isinstance(exc, OSError):
+        reason = exc.strerror or str(exc)
+    else:
+        reason = f"{type(exc).__name__}: {exc}"
+    return f"could not write {path}: {reason}"
+
+
 def _continue(dir_fd: int, path: Path) -> int | None:
     """A descriptor appending to the existing file, or None when a new one must be created."""
     # Non-blocking, so a FIFO in the file's place is refused instead of hanging the run.

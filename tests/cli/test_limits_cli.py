@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import resource
+import signal
 import stat
 import subprocess
 import sys
@@ -36,7 +38,6 @@ from tests.servers.fake_llm import FakeLLM
 from tests.servers.serve import FIXTURE_SERVER, ServerProcess
 
 MB = 1024 * 1024
-
 DEVALL = Path(sys.executable).parent / "devall"
 
 
@@ -232,6 +233,60 @@ def test_a_server_log_moves_aside_at_its_limit(
     # The trace still has every line, whole.
     logged = [e["line"] for e in of_kind(Path("run"), "server.log")]
     assert f"hostile server log: {texts[-1]}" in logged
+
+
+# --- a full disk -------------------------------------------------------------------------------
+
+
+def limit_file_size(size: int) -> None:
+    """In the child: files may grow to `size` bytes; past that, writes fail (EFBIG)."""
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+
+
+@pytest.mark.parametrize("json_output", [False, True], ids=["answer", "json"])
+def test_files_that_cannot_be_written_are_named_and_the_answer_still_printed(
+    tmp_path: Path, json_output: bool
+) -> None:
+    task = "t" * 3000
+    wf = workflow(tmp_path, script=[{"content": "The answer is 42. ({input})"}])
+    command = [str(DEVALL), "run", str(wf), "--task", task, "--out", "run"]
+    proc = subprocess.run(
+        [*command, *(["--json"] if json_output else [])],
+        preexec_fn=lambda: limit_file_size(4096),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+    assert proc.returncode == 1
+    if json_output:
+        assert json.loads(proc.stdout)["output"] == f"The answer is 42. ({task})"
+    else:
+        assert proc.stdout == f"The answer is 42. ({task})\n"
+    assert "devall: error: could not write run/events.jsonl: File too large\n" in proc.stderr
+    assert "  could not write run/result.json: File too large\n" in proc.stderr
+    assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_full_disk_is_named_with_its_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from devall_cli.trace import jsonl, run_files
+
+    def open_full_disk(path: Path, **_: Any) -> Any:
+        run_files.open_run_file(path)  # the real file, so that the name is taken as usual
+        return open("/dev/full", "w", encoding="utf-8", buffering=1)  # writes: ENOSPC
+
+    monkeypatch.setattr(jsonl, "open_run_file", open_full_disk)
+    wf = workflow(tmp_path, script=[{"content": "the answer"}])
+    code, out, err = invoke("run", str(wf), "--out", "run", "--quiet")
+    assert code == 1
+    assert out == "the answer\n"
+    assert err.endswith(
+        "devall: error: could not write run/events.jsonl: No space left on device\n"
+    )
+    assert json.loads(Path("run/result.json").read_text())["status"] == "ok"
 
 
 # --- the run directory -------------------------------------------------------------------------
