@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, BinaryIO
 
 import typer
 
+from devall_cli import limits
 from devall_cli.cli.app import app
 from devall_cli.cli.common import (
     EnvFileOption,
@@ -27,22 +30,29 @@ from devall_cli.cli.common import (
 from devall_cli.errors import RunFailedError, UsageError
 from devall_cli.text import clean_text
 
+if TYPE_CHECKING:
+    from devall_cli.config.model import Workflow
+    from devall_cli.trace.console import Verbosity
+
 
 def read_task(task: str | None, task_file: str | None) -> str:
     """The task text from --task, --task-file PATH, or --task-file - (stdin)."""
     if task is not None and task_file is not None:
         raise UsageError("give --task or --task-file, not both")
-    if task_file == "-":
-        # Bytes, decoded here as a file is: the stream's own decoding would raise mid-read.
-        return _decode_task(sys.stdin.buffer.read(), "the task from standard input")
-    if task_file is not None:
-        try:
-            raw = Path(task_file).read_bytes()
-        except OSError as exc:
-            raise UsageError(f"cannot read --task-file {task_file}: {exc}") from None
-        return _decode_task(raw, f"--task-file {task_file}")
-    # argv holds bytes that are not UTF-8 as lone surrogates (surrogateescape).
-    return clean_text(task or "")
+    if task_file is None:
+        # argv holds bytes that are not UTF-8 as lone surrogates (surrogateescape).
+        return clean_text(task or "")
+    try:
+        if task_file == "-":
+            raw = _read_capped(sys.stdin.buffer, task_file)
+            what = "the task from standard input"
+        else:
+            with open(task_file, "rb") as handle:
+                raw = _read_capped(handle, task_file)
+            what = f"--task-file {task_file}"
+    except OSError as exc:
+        raise UsageError(f"cannot read --task-file {task_file}: {exc}") from None
+    return _decode_task(raw, what)
 
 
 def _decode_task(raw: bytes, what: str) -> str:
@@ -51,6 +61,36 @@ def _decode_task(raw: bytes, what: str) -> str:
     except UnicodeDecodeError as exc:
         where = f"byte 0x{raw[exc.start]:02x} at byte offset {exc.start}"
         raise UsageError(f"cannot read {what}: it is not valid UTF-8 ({where})") from None
+
+
+def _read_capped(handle: BinaryIO, name: str) -> bytes:
+    """At most `limits.TASK_BYTES`; a regular file is refused from its size before reading."""
+    limit = limits.TASK_BYTES
+    size = _regular_file_size(handle)
+    if size is not None and size > limit:
+        raise _task_too_large(name, f"{size} bytes")
+    # Pipes and devices (`/dev/zero`) tell no size: one byte past the limit says it is over.
+    raw = handle.read(limit + 1)
+    if len(raw) > limit:
+        raise _task_too_large(name, f"more than {limit} bytes")
+    return raw
+
+
+def _regular_file_size(handle: BinaryIO) -> int | None:
+    """The size of the regular file behind `handle`; None for a pipe, a device or a stand-in."""
+    try:
+        info = os.fstat(handle.fileno())
+    except (OSError, ValueError):  # a stream without a descriptor (stdin under a test runner)
+        return None
+    return info.st_size if stat.S_ISREG(info.st_mode) else None
+
+
+def _task_too_large(name: str, size: str) -> UsageError:
+    limit = limits.TASK_BYTES
+    return UsageError(
+        f"--task-file {name} is too large: {size}; "
+        f"a task may hold at most {limit // limits.MB} MB ({limit} bytes)"
+    )
 
 
 @app.command("run")
@@ -86,11 +126,8 @@ def run_command(
     The trace goes to stderr; events.jsonl, result.json, attachments/ and servers/*.log are
     written to the run directory. --json prints result.json on stdout instead of the answer.
     """
-    from devall_cli.engine.events import EventBus
-    from devall_cli.engine.runner import new_run_id, run_workflow
-    from devall_cli.trace.console import ConsoleSink
-    from devall_cli.trace.jsonl import JsonlSink
-    from devall_cli.trace.result import ResultSink
+    from devall_cli.engine.runner import new_run_id
+    from devall_cli.trace.run_files import locked_run_dir
 
     if quiet and verbose:
         raise UsageError("give --quiet or --verbose, not both")
@@ -98,26 +135,46 @@ def run_command(
     loaded = load(workflow, var, env_file)
     run_id = new_run_id(loaded)
     run_dir = out if out is not None else Path("logs") / run_id
-    run_dir.mkdir(parents=True, exist_ok=True)
+    mode: Verbosity = "quiet" if quiet else "verbose" if verbose else "normal"
+    # One run at a time per directory: a second one would interleave its lines with ours.
+    with locked_run_dir(run_dir):
+        _run_in(run_dir, loaded, task_text, run_id, mode=mode, json_output=json_output)
+
+
+def _run_in(
+    run_dir: Path,
+    loaded: Workflow,
+    task: str,
+    run_id: str,
+    *,
+    mode: Verbosity,
+    json_output: bool,
+) -> None:
+    """Run with the trace on stderr and the records in `run_dir`; print the answer on stdout.
+
+    The answer is printed even when a record could not be written (a full disk); that is
+    reported after it, naming the file, and fails the command.
+    """
+    from devall_cli.engine.events import EventBus
+    from devall_cli.engine.runner import run_workflow
+    from devall_cli.trace.console import ConsoleSink
+    from devall_cli.trace.jsonl import JsonlSink
+    from devall_cli.trace.result import ResultSink, json_text
+
     redactor = loaded.redactor
     bus = EventBus(on_sink_error=lambda sink, exc: _warn_sink(sink, exc, redactor.text))
     signals = SignalState()
-    console = ConsoleSink(
-        stderr_console(), redactor, "quiet" if quiet else "verbose" if verbose else "normal"
-    )
+    console = ConsoleSink(stderr_console(), redactor, mode)
     jsonl = JsonlSink(run_dir / "events.jsonl", redactor)
-    result_path = run_dir / "result.json"
-    for sink in (
-        console,
-        jsonl,
-        ResultSink(result_path, redactor, node_ids=[n.id for n in loaded.graph.nodes]),
-    ):
+    node_ids = [node.id for node in loaded.graph.nodes]
+    results = ResultSink(run_dir / "result.json", redactor, node_ids=node_ids)
+    for sink in (console, jsonl, results):
         bus.subscribe(sink)
     try:
         result = run_async(
             run_workflow(
                 loaded,
-                task=task_text,
+                task=task,
                 run_id=run_id,
                 run_dir=run_dir,
                 bus=bus,
@@ -128,17 +185,18 @@ def run_command(
     finally:
         console.close()
         jsonl.close()
-        if json_output and result_path.exists():
-            write_json_text(result_path.read_text(encoding="utf-8"))
+        if json_output and results.document is not None:
+            write_json_text(json_text(results.document))
     if not json_output:
         output = redactor.text(result.output)
         write_product(output + ("" if output.endswith("\n") else "\n"))
-    lost = [e for e in bus.sink_errors if e.startswith(("ResultSink", "JsonlSink"))]
-    if lost:
-        raise RunFailedError(redactor.text(f"the run's records are incomplete: {lost[0]}"))
+    failures = [redactor.text(f) for f in (jsonl.failure, results.failure) if f]
+    if failures:
+        raise RunFailedError(failures[0], details=failures[1:])
 
 
 def _warn_sink(sink: object, exc: BaseException, mask: Callable[[str], str]) -> None:
     """A sink failed (once): say so, but let the run go on."""
-    name = type(sink).__name__
-    print_line(stderr_console(), f"devall: warning: {mask(f'{name} failed: {exc}')}")
+    # A file sink says which file it could not write; any other sink is named by its class.
+    text = getattr(sink, "failure", None) or f"{type(sink).__name__} failed: {exc}"
+    print_line(stderr_console(), f"devall: warning: {mask(text)}")

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from devall_cli import limits
 from devall_cli.errors import ConfigIssue
 
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
@@ -52,16 +55,41 @@ def _unquote(value: str) -> str:
 
 
 def read_dotenv(path: Path, *, display: str | None = None) -> DotenvValues:
-    """Read one `.env` file; unreadable or non-UTF-8 files become an error issue."""
+    """Read one `.env` file; unreadable, oversized or non-UTF-8 files become an error issue."""
     file = display or str(path)
     try:
-        text = path.read_bytes().decode("utf-8-sig")
+        raw = _read_capped(path)
+        text = raw.decode("utf-8-sig")
+    except _TooLarge as exc:
+        message = (
+            f"the env file is too large: {exc}; env files may hold at most "
+            f"{limits.ENV_FILE_BYTES // limits.MB} MB ({limits.ENV_FILE_BYTES} bytes)"
+        )
+        return DotenvValues(issues=[ConfigIssue(message, file=file)])
     except OSError as exc:
         message = f"cannot read the env file: {exc.strerror or exc}"
         return DotenvValues(issues=[ConfigIssue(message, file=file)])
     except UnicodeDecodeError:
         return DotenvValues(issues=[ConfigIssue("the env file is not valid UTF-8", file=file)])
     return parse_dotenv(text, file=file)
+
+
+class _TooLarge(Exception):
+    """The file is over `limits.ENV_FILE_BYTES`; the message says by how much, if known."""
+
+
+def _read_capped(path: Path) -> bytes:
+    """The file's bytes: refused from its size first, and never read past the limit."""
+    limit = limits.ENV_FILE_BYTES
+    with path.open("rb") as handle:
+        size = os.fstat(handle.fileno())
+        if stat.S_ISREG(size.st_mode) and size.st_size > limit:
+            raise _TooLarge(f"{size.st_size} bytes")
+        # Pipes and devices (`--env-file <(...)`) tell no size: read one byte past the limit.
+        raw = handle.read(limit + 1)
+    if len(raw) > limit:
+        raise _TooLarge(f"more than {limit} bytes")
+    return raw
 
 
 def load_dotenv_files(workflow_dir: Path, cwd: Path, env_file: Path | None) -> DotenvValues:
@@ -81,7 +109,8 @@ def load_dotenv_files(workflow_dir: Path, cwd: Path, env_file: Path | None) -> D
     for path, display in candidates:
         _merge(merged, read_dotenv(path, display=display))
     if env_file is not None:
-        if not env_file.is_file():
+        # Not `is_file()`: `--env-file <(command)` names a pipe, which is read like a file.
+        if not env_file.exists() or env_file.is_dir():
             merged.issues.append(ConfigIssue("env file not found", file=str(env_file)))
         else:
             _merge(merged, read_dotenv(env_file, display=str(env_file)))

@@ -18,13 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from devall_cli import limits
 from devall_cli.errors import ConfigError, ConfigIssue
 from devall_cli.text import visible
 
 KeyPath = tuple[str | int, ...]
 Position = tuple[int, int]  # 1-based line and column
 
-MAX_FILE_BYTES = 10 * 1024 * 1024  # 10 MB; the largest real workflows are a few hundred kB
+MAX_FILE_BYTES = limits.WORKFLOW_FILE_BYTES
 MAX_LINE_CHARS = 100_000  # longer lines are machine output, and slow the YAML scanner down
 _SHOWN_LINE_CHARS = 200  # source lines shown under a message are cut to about this length
 # What YAML accepts as text (YAML 1.2, 5.1 "Character Set"); anything else is refused up front.

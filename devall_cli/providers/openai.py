@@ -5,6 +5,10 @@ Transient failures (connection errors, timeouts, 408/409/425/429/5xx) are retrie
 backoff and jitter, honouring `Retry-After`; what is left after the retries is raised as
 `LLMUnreachableError` (exit 4) or `LLMHTTPError` (exit 5). Messages name the endpoint URL without
 userinfo or query, and never the API key.
+
+`params.timeout` is a deadline for each whole attempt, reading the answer included: httpx's own
+timeouts bound each read, which an endpoint trickling one byte at a time never lets expire. An
+answer longer than `limits.MODEL_REPLY_BYTES` is refused as soon as that is known.
 """
 
 from __future__ import annotations
@@ -17,12 +21,13 @@ import random
 import re
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from devall_cli import __version__
+from devall_cli import __version__, limits
 from devall_cli.config.model import RESERVED_PARAMS, AgentConfig
 from devall_cli.errors import DevallError, LLMHTTPError, LLMUnreachableError
 from devall_cli.providers.base import (
@@ -57,6 +62,19 @@ _RETRYABLE_HTTPX_ERRORS = (
 _EXCERPT_CHARS = 200
 
 
+class DeadlineExceededError(httpx.TimeoutException):
+    """An attempt did not complete, answer included, within `params.timeout`."""
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One HTTP answer of the endpoint, its body read (within the size limit)."""
+
+    status_code: int
+    headers: httpx.Headers
+    content: bytes
+
+
 class OpenAIProvider:
     """Chat Completions client for one node run."""
 
@@ -81,7 +99,8 @@ class OpenAIProvider:
         self._model = config.name
         self._params = {k: v for k, v in config.params.items() if k not in PROTECTED_KEYS}
         self._retries = max(0, config.retries)
-        self._timeout = httpx.Timeout(config.timeout if config.timeout > 0 else None)
+        self._deadline = config.timeout if config.timeout > 0 else None
+        self._timeout = httpx.Timeout(self._deadline)
         self._backoff_base = BACKOFF_BASE if backoff_base is None else backoff_base
         self._backoff_cap = BACKOFF_CAP if backoff_cap is None else backoff_cap
         self._retry_after_cap = RETRY_AFTER_CAP if retry_after_cap is None else retry_after_cap
@@ -104,14 +123,12 @@ class OpenAIProvider:
         """Close the HTTP connections (idempotent)."""
         await self._client.aclose()
 
-    async def _post_with_retries(self, payload: bytes) -> httpx.Response:
+    async def _post_with_retries(self, payload: bytes) -> Answer:
         attempts = self._retries + 1
         for attempt in range(1, attempts + 1):
             final = attempt == attempts
             try:
-                response = await self._client.post(
-                    self._url, content=payload, headers=self._headers, timeout=self._timeout
-                )
+                response = await self._post(payload, read_body=final)
             except CAUGHT_HTTPX_ERRORS as exc:
                 if final or not isinstance(exc, _RETRYABLE_HTTPX_ERRORS):
                     raise self._translate(exc, attempt) from exc
@@ -125,12 +142,50 @@ class OpenAIProvider:
             return response
         raise AssertionError("the last attempt always returns or raises")  # pragma: no cover
 
+    async def _post(self, payload: bytes, *, read_body: bool) -> Answer:
+        """One attempt, body included, within the deadline; a body to retry on is not read."""
+        try:
+            async with asyncio.timeout(self._deadline):
+                async with self._client.stream(
+                    "POST", self._url, content=payload, headers=self._headers, timeout=self._timeout
+                ) as response:
+                    status = response.status_code
+                    if status in RETRY_STATUSES and not read_body:
+                        content = b""
+                    elif status >= 300:
+                        content = await _read_some(response, limits.MODEL_ERROR_BODY_BYTES)
+                    else:
+                        content = await self._read_reply(response)
+                    return Answer(status, response.headers, content)
+        except TimeoutError:
+            reason = f"no complete answer within {self._deadline:g} s"
+            raise DeadlineExceededError(reason) from None
+
+    async def _read_reply(self, response: httpx.Response) -> bytes:
+        """The whole body, refused (LLMHTTPError) once it proves longer than the limit."""
+        limit = limits.MODEL_REPLY_BYTES
+        declared = response.headers.get("Content-Length", "")
+        if declared.isdigit() and int(declared) > limit:
+            raise self._too_long(f"{declared} bytes")
+        body = bytearray()
+        async for chunk in response.aiter_bytes():
+            body += chunk
+            if len(body) > limit:
+                raise self._too_long(f"more than {limit} bytes")
+        return bytes(body)
+
+    def _too_long(self, size: str) -> LLMHTTPError:
+        return LLMHTTPError(
+            f"model endpoint {self.display_url} answered with {size}; devall reads at most "
+            f"{limits.MODEL_REPLY_BYTES} bytes of a model's answer"
+        )
+
     def _backoff(self, attempt: int) -> float:
         """Exponential backoff with jitter: base * 2^(attempt-1), capped, times 0.5 to 1."""
         delay: float = min(self._backoff_cap, self._backoff_base * 2.0 ** (attempt - 1))
         return delay * random.uniform(0.5, 1.0)
 
-    def _retry_delay(self, attempt: int, response: httpx.Response) -> float:
+    def _retry_delay(self, attempt: int, response: Answer) -> float:
         asked = parse_retry_after(response.headers.get("Retry-After"))
         if asked is None:
             return self._backoff(attempt)
@@ -139,7 +194,7 @@ class OpenAIProvider:
     def _translate(self, exc: Exception, attempts: int) -> DevallError:
         return translate_httpx_error(exc, self.display_url, attempts=attempts)
 
-    def _http_error(self, response: httpx.Response, attempts: int) -> LLMHTTPError:
+    def _http_error(self, response: Answer, attempts: int) -> LLMHTTPError:
         status = response.status_code
         excerpt = response_excerpt(response.content, self._redactor)
         tries = f" after {attempts} attempts" if attempts > 1 else ""
@@ -257,7 +312,8 @@ def translate_httpx_error(
     reason = str(exc) or type(exc).__name__
     tail = f" (after {attempts} attempts)" if attempts > 1 else ""
     if isinstance(exc, httpx.TimeoutException):
-        return LLMUnreachableError(f"{where} timed out ({type(exc).__name__}){tail}")
+        why = str(exc) if isinstance(exc, DeadlineExceededError) else type(exc).__name__
+        return LLMUnreachableError(f"{where} timed out ({why}){tail}")
     if isinstance(exc, httpx.InvalidURL | httpx.UnsupportedProtocol):
         return LLMUnreachableError(f"invalid URL for {where}: {reason}")
     if isinstance(exc, httpx.HTTPStatusError):
@@ -268,6 +324,16 @@ def translate_httpx_error(
     if isinstance(exc, httpx.TransportError):
         return LLMUnreachableError(f"cannot reach {where}: {reason}{tail}")
     return LLMHTTPError(f"request to {where} failed: {reason}")
+
+
+async def _read_some(response: httpx.Response, limit: int) -> bytes:
+    """The first `limit` bytes of the body, or all of a shorter one; the rest is left unread."""
+    body = bytearray()
+    async for chunk in response.aiter_bytes():
+        body += chunk
+        if len(body) >= limit:
+            break
+    return bytes(body[:limit])
 
 
 def completions_url(base_url: str) -> str:

@@ -2,7 +2,8 @@
 
 File names come from tool output (tool names, MIME types), so they are sanitized and every file
 is created with O_CREAT|O_EXCL|O_NOFOLLOW relative to the opened folder: nothing can be written
-outside it, through a symlink, or over an existing file.
+outside it, through a symlink, or over an existing file. Files are the owner's alone (0600): a
+tool's output may be private.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import threading
 from pathlib import Path
 
 from devall_cli.tools.base import AttachmentBlock
+from devall_cli.trace.run_files import FILE_MODE
 
 ATTACHMENTS_DIR = "attachments"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
@@ -125,7 +127,7 @@ class AttachmentStore:
                 name = attachment_name(tool_name, kind, mime_type, n)
                 flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _BINARY
                 try:
-                    fd = os.open(name, flags, 0o644, dir_fd=dir_fd)
+                    fd = os.open(name, flags, FILE_MODE, dir_fd=dir_fd)
                 except FileExistsError:
                     continue  # never overwrite: a file (or symlink) of that name is already there
                 self._counters[key] = n

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import re
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from devall_cli import limits
 from devall_cli.config.model import AgentConfig, McpLocalConfig, McpRemoteConfig, Workflow
 from devall_cli.engine.events import (
     Event,
@@ -23,6 +25,7 @@ from devall_cli.engine.events import (
 )
 from devall_cli.errors import ConfigError, ConfigIssue, DevallError
 from devall_cli.tools.base import RawTool, ServerInfo, TextBlock, ToolResult, ToolSource, ToolSpec
+from devall_cli.tools.normalize import cap_blocks
 from devall_cli.tools.plan import SourceContext, SourcePlan, build_source, plan_sources
 
 DUPLICATE_MESSAGE = (
@@ -265,7 +268,10 @@ class ToolManager:
         if route.source_id not in self._infos:
             await self.start_source(self.plan.source(route.source_id))
         with self._masking():
-            return await self._sources[route.source_id].call_tool(route.original_name, arguments)
+            result = await self._sources[route.source_id].call_tool(route.original_name, arguments)
+        # One place for every source: what the trace, the logs and the model keep is bounded.
+        blocks = cap_blocks(result.blocks, limits.TOOL_RESULT_CHARS)
+        return result if blocks == result.blocks else dataclasses.replace(result, blocks=blocks)
 
 
 def _mask_error(exc: DevallError, redact: Callable[[str], str]) -> None:

@@ -220,6 +220,7 @@ class LocalSource(McpSessionSource):
             inherit_env=self.config.inherit_env,
             wait_for_log=self._pattern,
             log_path=self.log_path,
+            append_log=self._process is not None,  # a restart continues the server's log
             on_log=self.on_log,
             redact=self.redact,
         )

@@ -5,6 +5,8 @@ and decide what a lost session means (`_on_session_lost`). Connecting never hang
 (transport connect + handshake) is bounded by `init_timeout`. The first attempt probes the modern
 protocol; if the server never answers it, one more attempt uses the classic `initialize`
 handshake (so a server that never answers at all fails after at most twice `init_timeout`).
+Every list and call ends at its timeout, also when the transport cannot even send it (a hung
+SSE server holds the POST of an earlier request, and later ones queue behind it).
 
 Subclass contract:
 - `make_transport()` returns a fresh fastmcp `ClientTransport` for each connection attempt.
@@ -24,7 +26,7 @@ import dataclasses
 import logging
 import time
 from collections import Counter, deque
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from fastmcp import Client
@@ -63,6 +65,11 @@ CLOSE_TIMEOUT = 5.0
 # transport's own connect (an SSE stream that never opens), a little later so the client's own,
 # more precise error usually wins.
 CONNECT_GRACE = 0.5
+# The client's own request timeout starts only once a request is sent; over SSE the sending can
+# wait behind an earlier request the server never answered. This outer bound, a little later so
+# the client's own timeout (which also cancels the request on the server) usually wins, makes
+# every request end at its timeout all the same.
+REQUEST_GRACE = 0.25
 
 # Where structuredContent sits in a response: message (1), result (2), structuredContent (3).
 STRUCTURED_CONTENT_LEVEL = 3
@@ -306,7 +313,7 @@ class McpSessionSource:
         async with self._limiter:
             client, generation = await self._session()
             try:
-                return await client.list_tools()
+                return await _bounded(client.list_tools(), self.request_timeout)
             except Exception as exc:
                 if not is_session_lost(exc):
                     raise self._failure(exc, "list") from exc
@@ -315,7 +322,7 @@ class McpSessionSource:
                 raise self._failure(lost, "list") from lost
             client, _ = await self._session()
             try:
-                return await client.list_tools()
+                return await _bounded(client.list_tools(), self.request_timeout)
             except Exception as exc:
                 raise self._failure(exc, "list") from exc
 
@@ -324,7 +331,7 @@ class McpSessionSource:
     ) -> mcp_types.CallToolResult | ToolResult:
         client, generation = await self._session()
         try:
-            return await client.call_tool_mcp(name, arguments, timeout=limit)
+            return await _bounded(client.call_tool_mcp(name, arguments, timeout=limit), limit)
         except Exception as exc:
             if not is_session_lost(exc):
                 return self._call_failure(exc, name, limit)
@@ -338,7 +345,7 @@ class McpSessionSource:
             raise self._died(lost)
         client, _ = await self._session()
         try:
-            return await client.call_tool_mcp(name, arguments, timeout=limit)
+            return await _bounded(client.call_tool_mcp(name, arguments, timeout=limit), limit)
         except Exception as exc:
             if is_session_lost(exc):
                 raise self._died(exc) from exc
@@ -390,6 +397,40 @@ def _refuse_too_deep(result: mcp_types.CallToolResult, name: str) -> ToolResult 
         text = f"tool '{name}' returned an invalid result: the response {exc}"
         return error_result(text, tool_name=name, error_class="invalid_result")
     return None
+
+
+async def _bounded(request: Coroutine[Any, Any, T], limit: float) -> T:
+    """`request`, given up with TimeoutError a moment after `limit` seconds, whatever it waits on.
+
+    A request given up is cancelled but not waited for: on cancellation the SDK still tries, for
+    up to 5 s, to send the server a cancel notification, and over SSE that send waits behind the
+    same hung request. The task ends on its own; `_ABANDONED` holds it until then.
+    """
+    task = asyncio.ensure_future(request)
+    try:
+        done, _ = await asyncio.wait({task}, timeout=limit + REQUEST_GRACE)
+    except asyncio.CancelledError:
+        _abandon(task)
+        raise
+    if task in done:
+        return task.result()
+    _abandon(task)
+    raise TimeoutError(f"no answer within {limit:g}s")
+
+
+_ABANDONED: set[asyncio.Future[Any]] = set()
+
+
+def _abandon(task: asyncio.Future[Any]) -> None:
+    task.cancel()
+    _ABANDONED.add(task)
+    task.add_done_callback(_forget)
+
+
+def _forget(task: asyncio.Future[Any]) -> None:
+    _ABANDONED.discard(task)
+    if not task.cancelled():
+        task.exception()  # retrieved, so that asyncio does not report it at exit
 
 
 async def _close_quietly(client: Client[Any]) -> None:

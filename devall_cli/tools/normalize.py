@@ -15,11 +15,12 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from devall_cli import limits
 from devall_cli.text import clean_text, clean_value
 from devall_cli.tools.attachments import AttachmentStore, attachment_name
 from devall_cli.tools.base import AttachmentBlock, Block, DataBlock, TextBlock
 
-DEFAULT_MAX_BASE64_BYTES = 50 * 1024 * 1024
+DEFAULT_MAX_BASE64_BYTES = limits.BASE64_BYTES
 _WHITESPACE = re.compile(rb"\s+")
 _BLOCK_TYPES = (TextBlock, AttachmentBlock, DataBlock)
 _OCTET = "application/octet-stream"
@@ -209,6 +210,42 @@ def render_for_model(blocks: Sequence[Block], *, max_chars: int | None = None) -
         return text
     shown = max(0, max_chars)
     return f"{text[:shown]}\n…[truncated: {shown} of {len(text)} characters shown]"
+
+
+def cap_blocks(blocks: Sequence[Block], max_chars: int) -> tuple[Block, ...]:
+    """The blocks with at most `max_chars` characters of text and data in all.
+
+    The block that passes the limit is cut and ends with `…[truncated: N of M characters]`, N
+    of the result's M characters kept; the text and data blocks after it are dropped.
+    Attachments (already saved files) stay.
+    """
+    sizes = [_chars(block) for block in blocks]
+    total = sum(sizes)
+    if total <= max_chars:
+        return tuple(blocks)
+    kept: list[Block] = []
+    room, cut = max_chars, False
+    for block, size in zip(blocks, sizes, strict=True):
+        if isinstance(block, AttachmentBlock) or size <= room:
+            kept.append(block)
+            room -= size
+        elif not cut:
+            kept.append(_cut(block, room, limits.cut_marker(max_chars, total)))
+            cut = True
+            room = 0
+    return tuple(kept)
+
+
+def _chars(block: Block) -> int:
+    return 0 if isinstance(block, AttachmentBlock) else len(render_block(block))
+
+
+def _cut(block: TextBlock | DataBlock, room: int, marker: str) -> TextBlock:
+    head = render_block(block)[:room]
+    text = f"{head}\n{marker}" if head else marker
+    if isinstance(block, TextBlock):
+        return dataclasses.replace(block, text=text)
+    return TextBlock(text=text, tool_name=block.tool_name, source=block.source)
 
 
 def _plain(value: Any) -> Any:

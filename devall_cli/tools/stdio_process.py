@@ -3,7 +3,8 @@
 The child speaks newline-delimited JSON-RPC on stdin/stdout. Stdout lines that carry a JSON-RPC
 object go to the session (junk glued to the front of such a line is split off); every other
 stdout line and every stderr line is a log line: kept in a tail buffer, appended to the server
-log file, passed to `on_log` and matched against `wait_for_log`.
+log file (of bounded size, see `server_log`), passed to `on_log` and matched against
+`wait_for_log`.
 
 The child runs in its own process group so that teardown reaches its children too; helpers that
 leave the group (`setsid`) are looked for below it while it runs and torn down with it. Every
@@ -24,8 +25,9 @@ import signal
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
+from devall_cli import limits
 from devall_cli.errors import ServerStartError
 from devall_cli.text import clean_text
 from devall_cli.tools.parent_death import die_with_parent
@@ -38,8 +40,8 @@ from devall_cli.tools.process_groups import (
     tree_alive,
     unregister,
 )
+from devall_cli.tools.server_log import ServerLogFile
 from devall_cli.tools.stdio_lines import iter_lines, overlong_answer, split_message
-from devall_cli.trace.run_files import open_run_file
 
 __all__ = [
     "StdioProcess",
@@ -60,7 +62,7 @@ CHILD_ENV_DEFAULTS: Mapping[str, str] = {
     "FASTMCP_CHECK_FOR_UPDATES": "off",
 }
 
-LINE_LIMIT = 16 * 1024 * 1024  # longest stdout/stderr line kept (bytes); longer ones are dropped
+LINE_LIMIT = limits.STDIO_LINE_BYTES  # longest stdout/stderr line kept; longer ones are dropped
 TAIL_SIZE = 50
 STDIN_GRACE = 0.75  # seconds a server gets to leave on its own once stdin is closed
 TERM_GRACE = 1.5  # seconds between SIGTERM and SIGKILL of the group
@@ -128,6 +130,7 @@ class StdioProcess:
         inherit_env: bool = True,
         wait_for_log: str | re.Pattern[str] | None = None,
         log_path: Path | None = None,
+        append_log: bool = False,
         on_log: LogCallback | None = None,
         redact: Callable[[str], str] | None = None,
         tail_size: int = TAIL_SIZE,
@@ -141,11 +144,12 @@ class StdioProcess:
         self.inherit_env = inherit_env
         self.pattern = re.compile(wait_for_log) if isinstance(wait_for_log, str) else wait_for_log
         self.log_path = log_path
+        self.append_log = append_log  # continue the file of an earlier process (a restart)
         self.on_log = on_log
         self._redact = redact
         self._line_limit = line_limit
         self._tail: deque[str] = deque(maxlen=tail_size)
-        self._log_file: IO[str] | None = None
+        self._log_file: ServerLogFile | None = None
         self._log_done = False  # closed for good (torn down, or the file cannot be written)
         self._proc: asyncio.subprocess.Process | None = None
         self._messages: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
@@ -310,13 +314,15 @@ class StdioProcess:
         self._tail.append(shown)
         if self._log_file is None and not self._log_done:
             self._open_log_file()  # lazily: a note may come before the spawn
-        if self._log_file is not None:
+        log_file = self._log_file
+        if log_file is not None:
             try:
-                self._log_file.write(shown + "\n")
-                self._log_file.flush()
-            except OSError:
-                logger.warning("cannot write server log %s; giving up on it", self.log_path)
+                log_file.write(shown)
+            except OSError as exc:
                 self._close_log_file()
+                # Said in the log itself (trace and event log), which goes on without the file.
+                reason = exc.strerror or str(exc)
+                self.log_line(f"[devall: cannot write {log_file.path}: {reason}]", match=False)
         if self.on_log is not None:
             try:
                 self.on_log(self.id, shown)
@@ -469,8 +475,7 @@ class StdioProcess:
         if self.log_path is None or self._log_file is not None or self._log_done:
             return
         try:
-            # `servers/` and the log file belong to the run: never written through a symlink.
-            self._log_file = open_run_file(self.log_path, append=True, own_folder=True)
+            self._log_file = ServerLogFile(self.log_path, append=self.append_log)
         except OSError as exc:
             self._log_done = True
             reason = exc.strerror or str(exc)

@@ -10,7 +10,7 @@ from devall_cli.engine.events import Event, event_to_dict
 from devall_cli.errors import RunFailedError
 from devall_cli.redaction import Redactor
 from devall_cli.text import clean_text
-from devall_cli.trace.run_files import open_run_file
+from devall_cli.trace.run_files import open_run_file, write_failure
 
 
 def _json_default(value: Any) -> Any:
@@ -21,14 +21,20 @@ def _json_default(value: Any) -> Any:
 
 
 class JsonlSink:
-    """Writes every event to `path` (`events.jsonl`), flushed line by line."""
+    """Writes every event to `path` (`events.jsonl`), flushed line by line.
+
+    An event that cannot be written is raised; `failure` says which file could not be written
+    and why, for the command to report at the end. After a failed write (a full disk) the sink
+    stops.
+    """
 
     def __init__(self, path: Path, redactor: Redactor) -> None:
         self.path = Path(path)
         self.redactor = redactor
+        self.failure: str | None = None
         try:
             # Line-buffered, so a crash or Ctrl-C leaves every event written so far on disk;
-            # a symlink in the file's place is replaced, never followed.
+            # the file is created afresh, never written through a link in its place.
             self._file: IO[str] | None = open_run_file(self.path)
         except OSError as exc:
             reason = exc.strerror or str(exc)
@@ -38,18 +44,28 @@ class JsonlSink:
         """Append one event."""
         if self._file is None:
             return
-        record = self.redactor.value(event_to_dict(event))
-        line = json.dumps(record, ensure_ascii=False, default=_json_default)
-        # Redact the serialized line too: a secret may hide in a value json had to stringify.
-        # clean_text: a lone surrogate that slipped past the boundaries must not lose the event.
-        self._file.write(clean_text(self.redactor.text(line)) + "\n")
-        self._file.flush()
+        try:
+            record = self.redactor.value(event_to_dict(event))
+            line = json.dumps(record, ensure_ascii=False, default=_json_default)
+            # Redact the serialized line too: a secret may hide in a value json had to stringify.
+            # clean_text: a lone surrogate that slipped past the boundaries must not lose the event.
+            self._file.write(clean_text(self.redactor.text(line)) + "\n")
+            self._file.flush()
+        except Exception as exc:
+            self.failure = self.failure or write_failure(self.path, exc)
+            if isinstance(exc, OSError):
+                self.close()  # the disk is full or gone: later events cannot be written either
+            raise
 
     def close(self) -> None:
-        """Close the file (idempotent)."""
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+        """Close the file (idempotent); a failure to write its last bytes is kept in `failure`."""
+        file, self._file = self._file, None
+        if file is None:
+            return
+        try:
+            file.close()
+        except OSError as exc:
+            self.failure = self.failure or write_failure(self.path, exc)
 
     def __enter__(self) -> JsonlSink:
         return self

@@ -22,6 +22,7 @@ from devall_cli.engine.recorder import (
 )
 from devall_cli.redaction import Redactor
 from devall_cli.text import clean_text
+from devall_cli.trace.run_files import write_failure
 
 
 def _tokens(tokens: TokenCounts) -> dict[str, int]:
@@ -105,15 +106,19 @@ def build_result(
     return redacted
 
 
-def write_json_atomic(path: Path, document: Any) -> None:
-    """Write JSON to a temporary file beside `path`, then rename it into place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+def json_text(document: Any) -> str:
+    """The text of result.json (and of `run --json`) for a document."""
     # clean_text: a lone surrogate that slipped past the boundaries must not lose the file.
-    text = clean_text(json.dumps(document, indent=2, ensure_ascii=False, default=str))
+    return clean_text(json.dumps(document, indent=2, ensure_ascii=False, default=str)) + "\n"
+
+
+def write_json_atomic(path: Path, document: Any) -> None:
+    """Write JSON to a temporary file beside `path` (mode 0600), then rename it into place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text + "\n")
+            handle.write(json_text(document))
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -130,7 +135,11 @@ def write_result(
 
 
 class ResultSink:
-    """An event sink that writes result.json when the run finishes (ok, failed or interrupted)."""
+    """An event sink that writes result.json when the run finishes (ok, failed or interrupted).
+
+    `document` holds what was (or should have been) written; `failure` says why the file
+    could not be written, if it could not.
+    """
 
     def __init__(self, path: Path, redactor: Redactor, *, node_ids: Sequence[str] = ()) -> None:
         self.path = Path(path)
@@ -138,11 +147,16 @@ class ResultSink:
         self.node_ids = tuple(node_ids)
         self.recorder = RunRecorder()
         self.document: dict[str, Any] | None = None
+        self.failure: str | None = None
 
     def __call__(self, event: Event) -> None:
         """Record the event; on `run.finished` write the file."""
         self.recorder(event)
         if isinstance(event, RunFinishedEvent):
-            self.document = write_result(
-                self.path, self.recorder.result(), self.redactor, node_ids=self.node_ids
-            )
+            try:
+                result = self.recorder.result()
+                self.document = build_result(result, self.redactor, node_ids=self.node_ids)
+                write_json_atomic(self.path, self.document)
+            except Exception as exc:
+                self.failure = write_failure(self.path, exc)
+                raise

@@ -327,5 +327,6 @@ def test_a_result_file_that_cannot_be_written_fails_the_run(tmp_path: Path) -> N
     code, out, err = invoke("run", str(wf), "--out", "run")
     assert out == "the answer\n"  # the answer is not lost
     assert code == 1
-    assert "devall: warning: ResultSink failed" in err
-    assert "records are incomplete" in err and "Traceback" not in err
+    assert "devall: warning: could not write run/result.json: Is a directory\n" in err
+    assert err.endswith("devall: error: could not write run/result.json: Is a directory\n")
+    assert "Traceback" not in err

@@ -7,6 +7,7 @@ tests/cli/test_reliability_cli.py; these tests pin each writer on its own.
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from devall_cli.redaction import Redactor
 from devall_cli.tools.stdio_process import StdioProcess
 from devall_cli.trace.jsonl import JsonlSink
 from devall_cli.trace.result import write_json_atomic
-from devall_cli.trace.run_files import open_run_file
+from devall_cli.trace.run_files import locked_run_dir, open_run_file
 
 SECRET = "not yours\n"
 
@@ -107,3 +108,25 @@ async def test_a_server_log_that_cannot_be_written_is_said_in_the_log(tmp_path: 
     assert list(elsewhere.iterdir()) == []
     assert lines[0].startswith("[devall: cannot write ") and "symlink" in lines[0]
     assert "up" in lines
+
+
+def test_a_file_with_another_name_is_replaced_not_written_through(
+    tmp_path: Path, outside: Path
+) -> None:
+    for append in (False, True):
+        log = tmp_path / f"run{append}" / "servers" / "s.log"
+        log.parent.mkdir(parents=True)
+        os.link(outside, log)
+        with open_run_file(log, append=append, own_folder=True) as handle:
+            handle.write("ours\n")
+        assert outside.read_text() == SECRET
+        assert log.read_text() == "ours\n"
+        assert stat.S_IMODE(log.stat().st_mode) == 0o600
+
+
+def test_a_run_directory_is_held_by_one_run_at_a_time(tmp_path: Path) -> None:
+    busy = pytest.raises(RunFailedError, match="is in use by another devall run")
+    with locked_run_dir(tmp_path / "run"), busy, locked_run_dir(tmp_path / "run"):
+        pass
+    with locked_run_dir(tmp_path / "run"):  # free again once the first run is over
+        pass

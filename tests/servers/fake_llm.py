@@ -1,8 +1,8 @@
 """A fake OpenAI-compatible Chat Completions server for tests: the only faked service.
 
 A stdlib ThreadingHTTPServer on 127.0.0.1 (free port) in a daemon thread. Tests queue replies
-(text, tool calls, HTTP errors with headers, slow answers, malformed JSON) and read back every
-request it received.
+(text, tool calls, HTTP errors with headers, slow answers, answers trickled a byte at a time,
+huge answers made up as they are sent, malformed JSON) and read back every request it received.
 
     with FakeLLM() as llm:
         llm.enqueue(FakeLLM.tool_call_reply([("rand_num", {"a": 1, "b": 9})]))
@@ -16,6 +16,7 @@ Run as a script it serves until interrupted and prints its base URL on the first
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import socket
 import threading
@@ -41,6 +42,9 @@ class FakeReply:
     headers: Mapping[str, str] = field(default_factory=dict)
     delay: float = 0.0  # seconds to wait before answering
     usage: Mapping[str, int] | None = None
+    drip: float = 0.0  # seconds between the bytes of the body (an endpoint that trickles)
+    size: int = 0  # a body of this many bytes, made up while it is sent (never held whole)
+    declare_size: bool = True  # with `size`: send Content-Length, else a chunked body
 
 
 @dataclass(frozen=True)
@@ -66,6 +70,7 @@ class FakeLLM:
         self._queue: deque[FakeReply] = deque()
         self._requests: list[RecordedRequest] = []
         self._connections: set[socket.socket] = set()
+        self._sent_bytes = 0
         self._closing = threading.Event()
         self._server = _Server(self)
         self._thread = threading.Thread(
@@ -104,6 +109,12 @@ class FakeLLM:
         """Every request received so far, in order."""
         with self._lock:
             return list(self._requests)
+
+    @property
+    def sent_bytes(self) -> int:
+        """Body bytes of `size` answers written so far (before the client hung up)."""
+        with self._lock:
+            return self._sent_bytes
 
     # --- reply builders ------------------------------------------------------------------
 
@@ -148,6 +159,17 @@ class FakeLLM:
         return FakeReply(reply.status, reply.message, reply.body, reply.headers, seconds)
 
     @staticmethod
+    def dripping_reply(seconds_per_byte: float, then: ReplyLike = "ok") -> FakeReply:
+        """`then`, its body sent one byte every `seconds_per_byte`."""
+        reply = _as_reply(then)
+        return dataclasses.replace(reply, drip=seconds_per_byte)
+
+    @staticmethod
+    def huge_reply(size: int, *, declare_size: bool = True) -> FakeReply:
+        """A valid answer whose body is `size` bytes of text content (chunked if undeclared)."""
+        return FakeReply(size=size, declare_size=declare_size)
+
+    @staticmethod
     def malformed_reply(status: int = 200) -> FakeReply:
         """A body that is not valid JSON."""
         return FakeReply(status=status, body=b'{"choices": [{"message": ')
@@ -187,6 +209,10 @@ class FakeLLM:
             if take_reply and self._queue:
                 return self._queue.popleft()
         return self.text_reply(self.default_text)
+
+    def _count_sent(self, count: int) -> None:
+        with self._lock:
+            self._sent_bytes += count
 
     def _track(self, conn: socket.socket, alive: bool) -> None:
         with self._lock:
@@ -270,20 +296,68 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.delay and fake._closing.wait(reply.delay):
             self.close_connection = True  # shutting down: drop the slow answer
             return
+        if reply.size:
+            self._send_huge(reply.size, declare_size=reply.declare_size)
+            return
         payload = reply.body or _completion_body(reply, body, len(fake.requests))
-        self._send(reply.status, payload, reply.headers)
+        self._send(reply.status, payload, reply.headers, drip=reply.drip)
 
     def do_GET(self) -> None:
         self._send(404, b'{"error": {"message": "not found"}}', {})
 
-    def _send(self, status: int, payload: bytes, headers: Mapping[str, str]) -> None:
+    def _send(
+        self, status: int, payload: bytes, headers: Mapping[str, str], *, drip: float = 0.0
+    ) -> None:
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(payload)))
         for name, value in headers.items():
             self.send_header(name, value)
         self.end_headers()
-        self.wfile.write(payload)
+        if not drip:
+            self.wfile.write(payload)
+            return
+        self.close_connection = True
+        closing = self.server.fake._closing
+        with contextlib.suppress(OSError):  # the client gave up waiting
+            for offset in range(len(payload)):
+                if closing.wait(drip):
+                    break
+                self.wfile.write(payload[offset : offset + 1])
+
+    def _send_huge(self, size: int, *, declare_size: bool) -> None:
+        """A valid completion of `size` bytes, written in 1 MiB pieces until the client leaves."""
+        head = b'{"choices": [{"message": {"role": "assistant", "content": "'
+        tail = b'"}}]}'
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        if declare_size:
+            self.send_header("Content-Length", str(size))
+        else:
+            self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.close_connection = True
+        chunked = not declare_size
+        piece = b"x" * (1024 * 1024)
+        filler = size - len(head) - len(tail)
+        try:
+            self._write_part(head, chunked=chunked)
+            while filler > 0:
+                part = piece[: min(filler, len(piece))]
+                self._write_part(part, chunked=chunked)
+                filler -= len(part)
+            self._write_part(tail, chunked=chunked)
+            if chunked:
+                self.wfile.write(b"0\r\n\r\n")
+        except OSError:
+            pass  # the client stopped reading: what a test of a size limit wants to see
+
+    def _write_part(self, part: bytes, *, chunked: bool) -> None:
+        if chunked:
+            self.wfile.write(f"{len(part):x}\r\n".encode() + part + b"\r\n")
+        else:
+            self.wfile.write(part)
+        self.server.fake._count_sent(len(part))
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # keep test output clean

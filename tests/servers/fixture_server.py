@@ -17,6 +17,7 @@ import os
 import socket
 import struct
 import sys
+import time
 import zlib
 from typing import Any
 
@@ -174,6 +175,19 @@ async def slow(seconds: float) -> str:
     """Sleep, then answer."""
     await asyncio.sleep(seconds)
     return f"slept {seconds}"
+
+
+@mcp.tool
+def flood(chars: int) -> str:
+    """A text result of `chars` characters (`0123456789` repeated)."""
+    return "0123456789" * (chars // 10)
+
+
+@mcp.tool
+async def stall(seconds: float) -> str:
+    """Hold the whole server still (its event loop blocked) for `seconds`: a hung server."""
+    time.sleep(seconds)  # blocking on purpose: no request is read or answered meanwhile
+    return f"stalled {seconds}"
 
 
 @mcp.tool

@@ -18,6 +18,7 @@ from devall_cli.tools.attachments import AttachmentStore
 from devall_cli.tools.base import AttachmentBlock, DataBlock, TextBlock
 from devall_cli.tools.normalize import (
     blocks_to_json,
+    cap_blocks,
     normalize_result,
     normalize_value,
     render_for_model,
@@ -273,6 +274,23 @@ def test_render_truncates_with_a_visible_marker() -> None:
     assert render_for_model(blocks, max_chars=61) == "a" * 30 + "\n" + "b" * 30
     cut = render_for_model(blocks, max_chars=40)
     assert cut == "a" * 30 + "\n" + "b" * 9 + "\n…[truncated: 40 of 61 characters shown]"
+
+
+def test_cap_blocks_cuts_where_the_limit_falls_and_keeps_attachments() -> None:
+    saved = AttachmentBlock("attachments/a.png", "image/png", 3, "00", "image")
+    blocks = (
+        TextBlock("a" * 6),
+        saved,
+        DataBlock({"k": "v" * 10}),  # 18 characters as JSON
+        TextBlock("never shown"),
+    )
+    assert cap_blocks(blocks, 100) == blocks
+    capped = cap_blocks(blocks, 10)
+    assert capped[:2] == blocks[:2]
+    assert capped[2] == TextBlock('{"k"\n…[truncated: 10 of 35 characters]')
+    assert len(capped) == 3  # the text after the cut is dropped
+    # A limit reached exactly at a block's end still says that more was left out.
+    assert cap_blocks(blocks, 6)[2] == TextBlock("…[truncated: 6 of 35 characters]")
 
 
 def test_blocks_to_json_gives_plain_dicts_with_type_first() -> None:
