@@ -31,7 +31,7 @@ from devall_cli.errors import RunFailedError, UsageError
 from devall_cli.text import clean_text
 
 if TYPE_CHECKING:
-    from devall_cli.config.model import Workflow
+    from devall_cli.session import RunSession
     from devall_cli.trace.console import Verbosity
 
 
@@ -120,6 +120,15 @@ def run_command(
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Show full tool results and server logs.")
     ] = False,
+    max_steps: Annotated[
+        int,
+        typer.Option(
+            "--max-steps",
+            min=1,
+            metavar="N",
+            help="Most node visits in one run; a loop that never exits ends there (exit 1).",
+        ),
+    ] = 1000,
 ) -> None:
     """Run WORKFLOW: start its MCP servers, run the graph, print the final answer on stdout.
 
@@ -127,7 +136,7 @@ def run_command(
     written to the run directory. --json prints result.json on stdout instead of the answer.
     """
     from devall_cli.engine.runner import new_run_id
-    from devall_cli.trace.run_files import locked_run_dir
+    from devall_cli.session import RunSession
 
     if quiet and verbose:
         raise UsageError("give --quiet or --verbose, not both")
@@ -136,49 +145,45 @@ def run_command(
     run_id = new_run_id(loaded)
     run_dir = out if out is not None else Path("logs") / run_id
     mode: Verbosity = "quiet" if quiet else "verbose" if verbose else "normal"
+    session = RunSession(
+        loaded,
+        run_id=run_id,
+        run_dir=run_dir,
+        on_sink_error=lambda sink, exc: _warn_sink(sink, exc, loaded.redactor.text),
+    )
     # One run at a time per directory: a second one would interleave its lines with ours.
-    with locked_run_dir(run_dir):
-        _run_in(run_dir, loaded, task_text, run_id, mode=mode, json_output=json_output)
+    with session.held():
+        _run_in(session, task_text, mode=mode, json_output=json_output, max_steps=max_steps)
 
 
 def _run_in(
-    run_dir: Path,
-    loaded: Workflow,
-    task: str,
-    run_id: str,
-    *,
-    mode: Verbosity,
-    json_output: bool,
+    session: RunSession, task: str, *, mode: Verbosity, json_output: bool, max_steps: int
 ) -> None:
     """Run with the trace on stderr and the records in `run_dir`; print the answer on stdout.
 
     The answer is printed even when a record could not be written (a full disk); that is
     reported after it, naming the file, and fails the command.
     """
-    from devall_cli.engine.events import EventBus
     from devall_cli.engine.runner import run_workflow
+    from devall_cli.nodes.base import walk_nodes
     from devall_cli.trace.console import ConsoleSink
     from devall_cli.trace.jsonl import JsonlSink
     from devall_cli.trace.result import ResultSink, json_text
 
-    redactor = loaded.redactor
-    bus = EventBus(on_sink_error=lambda sink, exc: _warn_sink(sink, exc, redactor.text))
+    redactor, run_dir = session.redactor, session.run_dir
     signals = SignalState()
-    console = ConsoleSink(stderr_console(), redactor, mode)
+    console = ConsoleSink(stderr_console(), redactor, mode, recorder=session.recorder)
     jsonl = JsonlSink(run_dir / "events.jsonl", redactor)
-    node_ids = [node.id for node in loaded.graph.nodes]
-    results = ResultSink(run_dir / "result.json", redactor, node_ids=node_ids)
+    node_ids = [path for path, _ in walk_nodes(session.workflow.graph)]
+    results = ResultSink(
+        run_dir / "result.json", redactor, node_ids=node_ids, recorder=session.recorder
+    )
     for sink in (console, jsonl, results):
-        bus.subscribe(sink)
+        session.subscribe(sink)
     try:
         result = run_async(
             run_workflow(
-                loaded,
-                task=task,
-                run_id=run_id,
-                run_dir=run_dir,
-                bus=bus,
-                interrupt_code=signals.exit_code,
+                session, task=task, interrupt_code=signals.exit_code, max_steps=max_steps
             ),
             signals,
         )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -24,7 +24,7 @@ from devall_cli.errors import ConfigError, ConfigIssue, ExitCode
 from devall_cli.text import visible
 
 if TYPE_CHECKING:
-    from devall_cli.config.model import NodeConfig, Workflow
+    from devall_cli.config.model import Workflow
 
 
 @app.command("validate")
@@ -92,34 +92,32 @@ def validation_document(workflow: Workflow | None, issues: Iterable[ConfigIssue]
 
 
 def summarize(workflow: Workflow) -> dict[str, Any]:
-    """Nodes with their tooling, edge count, start and end; secrets masked."""
+    """Nodes (subgraph nodes by path) with their tooling, edges, start and end; secrets masked."""
+    from devall_cli.nodes import NODE_TYPES
+    from devall_cli.nodes.base import node_tooling, walk_nodes
+
     mask = workflow.redactor.text  # the same masking as every other output
     graph = workflow.graph
+    nodes = []
+    for path, node in walk_nodes(graph):
+        kind = NODE_TYPES.get(node.type)
+        details = kind.details(node.config) if kind is not None else {}
+        tooling = [
+            {
+                "type": entry.type,
+                "prefix": entry.prefix,
+                "target": mask(entry.config.display_target()),
+            }
+            for entry in node_tooling(node)
+        ]
+        nodes.append({"id": path, "type": node.type, **details, "tooling": tooling})
     return {
         "workflow": workflow.name,
-        "nodes": [
-            {"id": node.id, "type": node.type, "tooling": _tooling(node, mask)}
-            for node in graph.nodes
-        ],
+        "nodes": nodes,
         "edges": len(graph.edges),
         "start": list(graph.start),
         "end": list(graph.end),
     }
-
-
-def _tooling(node: NodeConfig, mask: Callable[[str], str]) -> list[dict[str, Any]]:
-    from devall_cli.config.model import AgentConfig
-
-    if not isinstance(node.config, AgentConfig):
-        return []
-    return [
-        {
-            "type": entry.type,
-            "prefix": entry.prefix,
-            "target": mask(entry.config.display_target()),
-        }
-        for entry in node.config.tooling
-    ]
 
 
 def render_summary(workflow: Workflow, shown_path: str) -> str:
@@ -132,21 +130,14 @@ def render_summary(workflow: Workflow, shown_path: str) -> str:
         f"start: {', '.join(summary['start'])}" + _end_text(summary["end"]),
     ]
     width = max(len(node["id"]) for node in summary["nodes"])
-    for node, config in zip(summary["nodes"], workflow.graph.nodes, strict=True):
-        lines.append(f"  {node['id']:<{width}}  {node['type']}{_node_detail(config)}")
+    for node in summary["nodes"]:
+        detail = f" ({node['provider']}: {node['model']})" if "provider" in node else ""
+        lines.append(f"  {node['id']:<{width}}  {node['type']}{detail}")
         for tool in node["tooling"]:
             prefix = f" prefix={tool['prefix']}" if tool["prefix"] else ""
             lines.append(f"  {'':<{width}}    {tool['type']}{prefix}  {tool['target']}")
     # Names and targets may come from `--var` or the environment: escape them, line by line.
     return "\n".join(visible(line) for line in lines)
-
-
-def _node_detail(node: NodeConfig) -> str:
-    from devall_cli.config.model import AgentConfig
-
-    if isinstance(node.config, AgentConfig):
-        return f" ({node.config.provider}: {node.config.name})"
-    return ""
 
 
 def _end_text(end: list[str]) -> str:

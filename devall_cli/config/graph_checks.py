@@ -2,49 +2,62 @@
 
 from __future__ import annotations
 
-import re
 from itertools import islice
 from typing import Any
 
-from devall_cli.config.model import EdgeConfig, GraphConfig, KeywordCondition, NodeConfig
+from devall_cli.config.model import (
+    ALWAYS,
+    ConditionConfig,
+    EdgeConfig,
+    FunctionCondition,
+    GraphConfig,
+    NodeConfig,
+    ProcessorConfig,
+)
 from devall_cli.config.nodes import parse_node
 from devall_cli.config.placeholders import UNRESOLVED
 from devall_cli.config.schema import (
     Checker,
     KeySpec,
-    as_bool,
     check_keys,
-    check_regex,
     describe,
     get_mapping,
     opt_bool,
     opt_str,
-    opt_str_list,
     suggest,
 )
 from devall_cli.config.yaml_source import KeyPath, format_path
+from devall_cli.edges import CONDITION_TYPES, PROCESSOR_TYPES
 
 _GRAPH_KEYS = KeySpec(
-    known=frozenset({"id", "description", "start", "end", "nodes", "edges", "vars"}),
+    known=frozenset(
+        {"id", "description", "start", "end", "nodes", "edges", "vars", "is_majority_voting"}
+    ),
     ignored=frozenset(
         {"log_level", "organization", "initial_instruction", "team_mode", "triggers"}
     ),
     unsupported={
         "memory": "graph memory",
-        "is_majority_voting": "majority voting",
         "handoffs": "handing off to another workflow",
     },
 )
 _EDGE_KEYS = KeySpec(
-    known=frozenset({"from", "to", "condition", "carry_data", "trigger"}),
-    ignored=frozenset({"keep_message", "clear_context", "clear_kept_context"}),
-    unsupported={
-        "dynamic": "dynamic edges (map/tree fan-out)",
-        "process": "edge payload processors",
-    },
+    known=frozenset(
+        {
+            "from",
+            "to",
+            "condition",
+            "carry_data",
+            "trigger",
+            "keep_message",
+            "clear_context",
+            "clear_kept_context",
+            "process",
+        }
+    ),
+    unsupported={"dynamic": "dynamic edges (map/tree fan-out)"},
 )
-_CONDITION_KEYS = KeySpec(known=frozenset({"type", "config"}))
-_KEYWORD_KEYS = KeySpec(known=frozenset({"any", "none", "regex", "case_sensitive"}))
+_TYPED_KEYS = KeySpec(known=frozenset({"type", "config"}))
 # Messages about generated graphs of thousands of nodes stay readable and fast to build.
 _LISTED_IDS = 10  # node ids named after "which is not a node id"
 _SHOWN_CYCLE = 12  # nodes of a cycle written out in full
@@ -60,25 +73,37 @@ def parse_graph(ck: Checker, raw: Any, path: KeyPath = ("graph",)) -> GraphConfi
     if graph is None:
         return None
     check_keys(ck, graph, path, _GRAPH_KEYS)
-    if "vars" in graph:
+    if graph.get("vars") not in (None, {}, UNRESOLVED):  # `vars: {}` is accepted, as ChatDev does
         ck.error((*path, "vars"), "vars belong at the top level of the file, not inside graph")
     graph_id = opt_str(ck, graph, "id", path)
     description = opt_str(ck, graph, "description", path)
+    voting = opt_bool(ck, graph, "is_majority_voting", path, False)
     nodes, ids = _nodes(ck, graph, path)
     start = _node_list(ck, graph, "start", path, ids, required=True)
     end = _node_list(ck, graph, "end", path, ids, required=False)
-    edges = _edges(ck, graph, path, ids)
-    _check_cycles(ck, ids, edges)
+    edges = [] if voting else _edges(ck, graph, path, ids)
+    _check_cycle_starts(ck, ids, edges, start, path)
     if nodes is None:
         return None
     return GraphConfig(
         nodes=nodes,
         start=start,
         end=end,
-        edges=tuple(edge for edge, _ in edges),
+        edges=_last_per_pair(edges),
         id=graph_id,
         description=description,
+        is_majority_voting=voting,
+        path=format_path(path),
     )
+
+
+def _last_per_pair(edges: list[tuple[EdgeConfig, KeyPath]]) -> tuple[EdgeConfig, ...]:
+    """One edge per (from, to): a later edge for the same pair replaces the earlier one, in the
+    earlier one's place (ChatDev's rule; the duplicate is reported as a warning)."""
+    kept: dict[tuple[str, str], EdgeConfig] = {}
+    for edge, _ in edges:
+        kept[(edge.source, edge.target)] = edge
+    return tuple(kept.values())
 
 
 def _nodes(
@@ -184,14 +209,17 @@ def _edges(
         if edge is None:
             continue
         if (edge.source, edge.target) in seen:
-            ck.warning((*here, index), f"duplicate edge {edge.source} → {edge.target}")
+            ck.warning(
+                (*here, index),
+                f"duplicate edge {edge.source} → {edge.target}: it replaces the earlier one",
+            )
         seen.add((edge.source, edge.target))
         edges.append((edge, (*here, index)))
     return edges
 
 
 def parse_edge(ck: Checker, raw: Any, path: KeyPath, ids: dict[str, int]) -> EdgeConfig | None:
-    """One edge: `from`, `to`, `condition`, `carry_data`, `trigger`."""
+    """One edge: `from`, `to`, `condition`, `process`, and its delivery flags."""
     edge = get_mapping(ck, raw, path, "an edge")
     if edge is None:
         return None
@@ -203,121 +231,113 @@ def parse_edge(ck: Checker, raw: Any, path: KeyPath, ids: dict[str, int]) -> Edg
     if target is not None and not _known_node(ck, target, (*path, "to"), ids, "to"):
         target = None
     condition = parse_condition(ck, edge.get("condition"), (*path, "condition"))
-    carry_data = opt_bool(ck, edge, "carry_data", path, True)
-    trigger = opt_bool(ck, edge, "trigger", path, True)
-    if source is None or target is None or condition is None:
+    process = parse_process(ck, edge.get("process"), (*path, "process"))
+    flags = {
+        key: opt_bool(ck, edge, key, path, default)
+        for key, default in (
+            ("carry_data", True),
+            ("trigger", True),
+            ("keep_message", False),
+            ("clear_context", False),
+            ("clear_kept_context", False),
+        )
+    }
+    if source is None or target is None or condition is None or process is False:
         return None
     return EdgeConfig(
         source=source,
         target=target,
         condition=condition,
-        carry_data=carry_data,
-        trigger=trigger,
+        process=process if isinstance(process, ProcessorConfig) else None,
         path=format_path(path),
+        **flags,
     )
 
 
-def parse_condition(ck: Checker, raw: Any, path: KeyPath) -> bool | KeywordCondition | None:
-    """`true`/`false`, or `{type: keyword, config: {any, none, regex, case_sensitive}}`."""
-    if raw is None:
-        return True
+def parse_condition(ck: Checker, raw: Any, path: KeyPath) -> ConditionConfig | None:
+    """`true`/`false`, a function name, or `{type: <condition type>, config: {...}}`."""
+    if raw is None or raw is True:
+        return ALWAYS
     if raw is UNRESOLVED:
         return None
-    if isinstance(raw, (bool, str)):
-        value = as_bool(raw)
-        if value is None:
-            ck.error(
-                path,
-                f"condition must be true, false or {{type: keyword, config: ...}}, "
-                f"got {describe(raw)} (function conditions are not supported yet)",
-            )
-        return value
+    if raw is False:
+        return ConditionConfig("function", FunctionCondition("false"))
+    if isinstance(raw, str):  # ChatDev: a name is a function condition ("true" included)
+        name = raw.strip()
+        if name.lower() in ("true", "false"):
+            name = name.lower()
+        return _typed(ck, {"type": "function", "config": {"name": name}}, path)
+    return _typed(ck, raw, path)
+
+
+def _typed(ck: Checker, raw: Any, path: KeyPath) -> ConditionConfig | None:
     condition = get_mapping(ck, raw, path, "condition")
     if condition is None:
         return None
-    check_keys(ck, condition, path, _CONDITION_KEYS)
-    kind = opt_str(ck, condition, "type", path, required=True)
-    if kind is None:
+    check_keys(ck, condition, path, _TYPED_KEYS)
+    name = opt_str(ck, condition, "type", path, required=True)
+    if name is None:
         return None
-    if kind != "keyword":
-        ck.error(
-            (*path, "type"), f"condition type '{kind}' is not supported yet (supported: keyword)"
-        )
+    kind = CONDITION_TYPES.get(name)
+    if kind is None:
+        ck.error((*path, "type"), CONDITION_TYPES.unknown_message(name))
         return None
     config = get_mapping(ck, condition.get("config") or {}, (*path, "config"), "config")
-    return _keyword(ck, config, (*path, "config")) if config is not None else None
-
-
-def _keyword(ck: Checker, config: dict[str, Any], path: KeyPath) -> KeywordCondition | None:
-    check_keys(ck, config, path, _KEYWORD_KEYS)
-    errors = ck.error_count
-    words = {key: _words(ck, config, key, path) for key in ("any", "none", "regex")}
-    case_sensitive = opt_bool(ck, config, "case_sensitive", path, True)
-    flags = 0 if case_sensitive else re.IGNORECASE
-    raw_regex = config.get("regex")
-    for index, pattern in enumerate(words["regex"]):
-        where = (*path, "regex", index) if isinstance(raw_regex, list) else (*path, "regex")
-        check_regex(ck, pattern, where, "regex", flags)
-    if ck.error_count > errors:
+    if config is None:
         return None
-    return KeywordCondition(
-        any=words["any"], none=words["none"], regex=words["regex"], case_sensitive=case_sensitive
-    )
+    settings = kind.parse(ck, config, (*path, "config"))
+    return None if settings is None else ConditionConfig(kind.name, settings)
 
 
-def _words(ck: Checker, config: dict[str, Any], key: str, path: KeyPath) -> tuple[str, ...]:
-    value = config.get(key)
-    if isinstance(value, str):
-        return (value,)
-    return opt_str_list(ck, config, key, path)
+def parse_process(ck: Checker, raw: Any, path: KeyPath) -> ProcessorConfig | bool | None:
+    """`process: {type: <processor type>, config: {...}}`; None when absent, False when bad."""
+    if raw is None:
+        return None
+    process = get_mapping(ck, raw, path, "process")
+    if process is None:
+        return False
+    check_keys(ck, process, path, _TYPED_KEYS)
+    name = opt_str(ck, process, "type", path, required=True)
+    if name is None:
+        return False
+    kind = PROCESSOR_TYPES.get(name)
+    if kind is None:
+        ck.error((*path, "type"), PROCESSOR_TYPES.unknown_message(name))
+        return False
+    config = get_mapping(ck, process.get("config") or {}, (*path, "config"), "config")
+    if config is None:
+        return False
+    settings = kind.parse(ck, config, (*path, "config"))
+    return False if settings is None else ProcessorConfig(kind.name, settings)
 
 
 # --- shape ---------------------------------------------------------------------------------
 
 
-def _check_cycles(
-    ck: Checker, ids: dict[str, int], edges: list[tuple[EdgeConfig, KeyPath]]
+def _check_cycle_starts(
+    ck: Checker,
+    ids: dict[str, int],
+    edges: list[tuple[EdgeConfig, KeyPath]],
+    start: tuple[str, ...],
+    path: KeyPath,
 ) -> None:
-    """Report each cycle once, at the edge that closes it."""
+    """A cycle may hold at most one start node (ChatDev: its entry when nothing enters it)."""
     successors: dict[str, list[str]] = {node_id: [] for node_id in ids}
-    edge_paths: dict[tuple[str, str], KeyPath] = {}
-    for edge, path in edges:
+    for edge, _ in edges:
         successors.setdefault(edge.source, []).append(edge.target)
-        edge_paths.setdefault((edge.source, edge.target), path)
-    for cycle in find_cycles(list(successors), successors):
-        closing = edge_paths.get((cycle[-2], cycle[-1]), ("graph", "edges"))
-        if len(cycle) > _SHOWN_CYCLE:
-            shown = [*cycle[: _SHOWN_CYCLE // 2], "...", *cycle[-_SHOWN_CYCLE // 2 :]]
-            text = f"{' → '.join(shown)} ({len(cycle) - 1} nodes)"
-        else:
-            text = " → ".join(cycle)
-        ck.error(closing, f"cycles are not supported yet: {text}")
+    from devall_cli.engine.topology import strongly_connected
+
+    for cycle in strongly_connected(list(successors), successors):
+        starts = [node for node in start if node in cycle]
+        if len(starts) > 1:
+            ck.error(
+                (*path, "start"),
+                f"start names {', '.join(starts)}, which are in one cycle "
+                f"({_shown(cycle)}); a cycle can have only one start node",
+            )
 
 
-def find_cycles(order: list[str], successors: dict[str, list[str]]) -> list[list[str]]:
-    """Cycles found by a depth-first search in declaration order, none sharing a node."""
-    state: dict[str, int] = {}  # 1 = on the current path, 2 = finished
-    cycles: list[list[str]] = []
-    in_cycle: set[str] = set()
-    for root in order:
-        if root in state:
-            continue
-        state[root] = 1
-        trail = [root]
-        stack = [iter(successors.get(root, []))]
-        while stack:
-            nxt = next(stack[-1], None)
-            if nxt is None:
-                state[trail.pop()] = 2
-                stack.pop()
-                continue
-            if nxt not in state:
-                state[nxt] = 1
-                trail.append(nxt)
-                stack.append(iter(successors.get(nxt, [])))
-            elif state[nxt] == 1:
-                cycle = [*trail[trail.index(nxt) :], nxt]
-                if not in_cycle.intersection(cycle):
-                    cycles.append(cycle)
-                    in_cycle.update(cycle)
-    return cycles
+def _shown(nodes: list[str]) -> str:
+    if len(nodes) > _SHOWN_CYCLE:
+        return f"{', '.join(nodes[:_SHOWN_CYCLE])}, ... ({len(nodes)} nodes)"
+    return ", ".join(nodes)

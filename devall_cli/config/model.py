@@ -126,15 +126,12 @@ class FunctionToolingConfig:
         return self.functions_dir
 
 
-ToolingSettings = McpRemoteConfig | McpLocalConfig | FunctionToolingConfig
-
-
 @dataclass(frozen=True)
 class ToolingConfig:
     """One `tooling` entry of an agent node."""
 
-    type: str  # mcp_remote | mcp_local | function
-    config: ToolingSettings
+    type: str  # the name of a registered tooling type
+    config: Any  # that type's settings object (McpRemoteConfig, McpLocalConfig, ...)
     prefix: str | None = None
     path: str = ""  # e.g. graph.nodes[1].config.tooling[0]
 
@@ -169,14 +166,15 @@ RESERVED_PARAMS = ("tool_loop_limit", "timeout", "retries", "max_result_chars")
 class AgentConfig:
     """`config` of an agent node."""
 
-    provider: str  # openai | scripted
+    provider: str  # the name of a registered provider
     name: str
     base_url: str | None = None
     api_key: str | None = None
     role: str | None = None
     tooling: tuple[ToolingConfig, ...] = ()
     params: Mapping[str, Any] = EMPTY  # sent in the request body (reserved keys removed)
-    script: tuple[ScriptedTurn, ...] = ()
+    provider_config: Any = None  # what the provider parsed for itself (a scripted agent's turns)
+    input_mode: str = "messages"  # messages | prompt
     tool_loop_limit: int = 50
     timeout: float = 300.0
     retries: int = 5
@@ -198,17 +196,16 @@ class PassthroughConfig:
     only_last_message: bool = True
 
 
-NodeSettings = AgentConfig | LiteralConfig | PassthroughConfig
-
-
 @dataclass(frozen=True)
 class NodeConfig:
-    """One node of the graph."""
+    """One node of the graph; `config` is the settings object its node type parsed."""
 
     id: str
-    type: str  # agent | literal | passthrough
-    config: NodeSettings
+    type: str
+    config: Any
     description: str | None = None
+    context_window: int = 0  # 0: only kept messages survive a visit; -1: all; N: the newest N
+    log_output: bool = True
     path: str = ""
 
 
@@ -225,7 +222,35 @@ class KeywordCondition:
     case_sensitive: bool = True
 
 
-Condition = bool | KeywordCondition
+@dataclass(frozen=True)
+class FunctionCondition:
+    """`condition: {type: function, config: {name}}`; `true` and `false` are built in."""
+
+    name: str = "true"
+
+
+@dataclass(frozen=True)
+class ConditionConfig:
+    """An edge condition: the name of a registered condition type and its settings."""
+
+    type: str = "function"
+    config: Any = FunctionCondition()
+
+    @property
+    def always(self) -> bool:
+        """Whether the condition is the built-in `true`."""
+        return self.type == "function" and getattr(self.config, "name", None) == "true"
+
+
+ALWAYS = ConditionConfig()
+
+
+@dataclass(frozen=True)
+class ProcessorConfig:
+    """An edge `process` block: the name of a registered processor type and its settings."""
+
+    type: str
+    config: Any
 
 
 @dataclass(frozen=True)
@@ -234,9 +259,14 @@ class EdgeConfig:
 
     source: str
     target: str
-    condition: Condition = True
+    condition: ConditionConfig = ALWAYS
     carry_data: bool = True
     trigger: bool = True
+    keep_message: bool = False  # the delivered copy survives the target's context reset
+    clear_context: bool = False  # first drop the target's queued messages (not kept ones)
+    clear_kept_context: bool = False  # first drop the target's kept messages
+    process: ProcessorConfig | None = None
+    dynamic: Any = None  # a DynamicConfig: run the target once per part of the payload
     path: str = ""
 
 
@@ -250,6 +280,8 @@ class GraphConfig:
     edges: tuple[EdgeConfig, ...] = ()
     id: str | None = None
     description: str | None = None
+    is_majority_voting: bool = False
+    path: str = "graph"  # where the graph sits: `graph`, or a subgraph node's config
 
     def node(self, node_id: str) -> NodeConfig:
         """The node with this id (KeyError if there is none)."""

@@ -140,6 +140,9 @@ def suggest(word: str, choices: list[str]) -> str | None:
 
 
 def _is_set(value: Any) -> bool:
+    """Whether a value turns a feature on: null, false, empty and `{enabled: false}` do not."""
+    if isinstance(value, dict) and value.get("enabled") is False:
+        return False
     return value not in (None, False, "", [], {}) and value is not UNRESOLVED
 
 

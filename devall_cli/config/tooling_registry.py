@@ -1,17 +1,19 @@
-"""Tooling entries: a registry of tooling types keyed by name, and the parser of `tooling:`.
+"""Tooling entries: the registry of tooling types (descriptors), and the parser of `tooling:`.
 
-A new tooling type plugs in by calling `register_tooling_type` with a parser for its `config`
-block; the entry parser below never needs to change.
+A tooling type is one descriptor: it parses its `config` block into a settings object and
+makes the ToolSource that serves it at run time, and says how to name, list and probe it. A new
+tooling type is one module that registers a descriptor; nothing else needs to change.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from devall_cli.config.model import ToolingConfig, ToolingSettings
+from devall_cli.config.model import ToolingConfig
 from devall_cli.config.placeholders import UNRESOLVED
 from devall_cli.config.schema import (
     Checker,
@@ -24,8 +26,18 @@ from devall_cli.config.schema import (
 )
 from devall_cli.config.yaml_source import KeyPath, format_path
 
+if TYPE_CHECKING:
+    from devall_cli.tools.base import ToolSource
+    from devall_cli.tools.plan import SourceContext
+
 # Parses a type's `config` mapping; returns None after recording issues when it is unusable.
-ToolingParser = Callable[[Checker, dict[str, Any], KeyPath], ToolingSettings | None]
+ToolingParser = Callable[[Checker, dict[str, Any], KeyPath], Any]
+# Makes (does not start) the source serving a settings object: (source id, settings, context).
+SourceFactory = Callable[[str, Any, "SourceContext"], "ToolSource"]
+
+
+def _no_source(source_id: str, settings: Any, ctx: SourceContext) -> ToolSource:
+    raise NotImplementedError("this tooling type has no runtime")
 
 
 @dataclass(frozen=True)
@@ -35,6 +47,10 @@ class ToolingType:
     name: str
     parse: ToolingParser
     summary: str = ""
+    make_source: SourceFactory = _no_source
+    base_name: Callable[[Any], str] = lambda settings: "tools"  # a readable source id
+    cache_ttl: Callable[[Any], float] = lambda settings: math.inf  # seconds a listing is kept
+    is_server: bool = True  # probed by `devall probe` (function tooling has no server)
 
 
 _REGISTRY: dict[str, ToolingType] = {}

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
-from typing import Any
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from devall_cli.config.model import (
     FunctionRef,
@@ -32,6 +33,10 @@ from devall_cli.config.schema import (
 from devall_cli.config.tooling_registry import ToolingType, register_tooling_type
 from devall_cli.config.yaml_source import KeyPath
 from devall_cli.redaction import flag_secrets
+
+if TYPE_CHECKING:
+    from devall_cli.tools.base import ToolSource
+    from devall_cli.tools.plan import SourceContext
 
 DEFAULT_TOOL_SOURCES = ("mcp_tools",)
 FUNCTIONS_DIR_ENV = "DEVALL_FUNCTIONS_DIR"
@@ -220,12 +225,96 @@ def _resolve_functions(
     return [info.name for info in infos]
 
 
+# --- runtime: each type makes its source (the heavy modules are imported only here) ------
+
+
+def make_remote_source(source_id: str, settings: McpRemoteConfig, ctx: SourceContext) -> ToolSource:
+    """A session with a remote server."""
+    from devall_cli.tools.mcp_remote import RemoteSource
+
+    return RemoteSource(id=source_id, config=settings, store=ctx.store, on_log=ctx.on_log)
+
+
+def make_local_source(source_id: str, settings: McpLocalConfig, ctx: SourceContext) -> ToolSource:
+    """A supervised local server process."""
+    from devall_cli.tools.mcp_local import LocalSource
+
+    log_path = ctx.run_dir / "servers" / f"{source_id}.log" if ctx.run_dir else None
+    return LocalSource(
+        id=source_id,
+        config=settings,
+        store=ctx.store,
+        on_log=ctx.on_log,
+        log_path=log_path,
+        on_restart=ctx.on_restart,
+        redact=ctx.redact,
+    )
+
+
+def make_function_source(
+    source_id: str, settings: FunctionToolingConfig, ctx: SourceContext
+) -> ToolSource:
+    """The functions of a functions directory."""
+    from devall_cli.tools.functions import FunctionSource
+
+    context = {
+        "run_id": ctx.run_id,
+        "workflow_dir": ctx.workflow_dir,
+        "attachment_store": ctx.store,
+    }
+    return FunctionSource(
+        id=source_id,
+        config=settings,
+        store=ctx.store,
+        context=context,
+        import_modules=ctx.import_functions,
+    )
+
+
+def remote_name(settings: McpRemoteConfig) -> str:
+    """`host-port` of the URL."""
+    parts = urlsplit(settings.server)
+    host = parts.hostname or "remote"
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    return f"{host}-{port}" if port else host
+
+
+def local_name(settings: McpLocalConfig) -> str:
+    """The script's name, else the command's."""
+    scripts = [a for a in settings.args if not a.startswith("-")]
+    return PurePosixPath(scripts[-1]).stem if scripts else PurePosixPath(settings.command).name
+
+
 register_tooling_type(
-    ToolingType("mcp_remote", parse_mcp_remote, "an MCP server reached over HTTP(S)")
+    ToolingType(
+        "mcp_remote",
+        parse_mcp_remote,
+        "an MCP server reached over HTTP(S)",
+        make_source=make_remote_source,
+        base_name=remote_name,
+        cache_ttl=lambda settings: settings.cache_ttl,
+    )
 )
 register_tooling_type(
-    ToolingType("mcp_local", parse_mcp_local, "a local MCP server program spoken to over stdio")
+    ToolingType(
+        "mcp_local",
+        parse_mcp_local,
+        "a local MCP server program spoken to over stdio",
+        make_source=make_local_source,
+        base_name=local_name,
+        cache_ttl=lambda settings: settings.cache_ttl,
+    )
 )
 register_tooling_type(
-    ToolingType("function", parse_function, "Python functions from the functions directory")
+    ToolingType(
+        "function",
+        parse_function,
+        "Python functions from the functions directory",
+        make_source=make_function_source,
+        base_name=lambda settings: "functions",
+        is_server=False,
+    )
 )

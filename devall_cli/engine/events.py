@@ -111,23 +111,55 @@ class ServerRestartedEvent(Event):
 
 @dataclass(frozen=True, kw_only=True)
 class NodeStartedEvent(Event):
-    """A node starts with these inputs."""
+    """A node starts a visit with these inputs (`node_id` is its path: `outer/inner`)."""
 
     kind: ClassVar[str] = "node.started"
     node_id: str
     inputs: Sequence[str] = ()
+    visit: int = 1
 
 
 @dataclass(frozen=True, kw_only=True)
 class NodeFinishedEvent(Event):
-    """A node ended: `ok`, `failed` or `skipped`."""
+    """A node visit ended: `ok`, `failed` or `skipped` (never triggered).
+
+    `outputs` are the texts of every message it emitted (none: nothing went downstream);
+    `output` is the last of them.
+    """
 
     kind: ClassVar[str] = "node.finished"
     node_id: str
     status: str
     output: str | None = None
+    outputs: Sequence[str] = ()
     duration_ms: float = 0.0
     error: str | None = None
+    visit: int = 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class EdgeEvent(Event):
+    """An edge looked at a message: whether its condition held and what it did with it."""
+
+    kind: ClassVar[str] = "edge"
+    source: str  # node paths
+    target: str
+    condition: str = "true"
+    met: bool = True
+    delivered: bool = False  # a payload reached the target's queue
+    dropped: bool = False  # the processor dropped the payload (nothing delivered, no trigger)
+    triggered: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class GraphNoteEvent(Event):
+    """Something the scheduler decided that a reader of the trace should know about."""
+
+    kind: ClassVar[str] = "graph.note"
+    graph: str  # "" for the workflow's graph, else the subgraph node's path
+    note: str  # cycle_limit | vote
+    message: str
+    details: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -292,3 +324,51 @@ def event_to_dict(event: Event) -> dict[str, Any]:
     for name in _payload_fields(type(event)):
         data[name] = _plain(getattr(event, name))
     return data
+
+
+class BusToolEvents:
+    """The tool layer's reports (tools.base.ToolEvents) as events on a bus."""
+
+    def __init__(self, bus: EventBus, run_id: str) -> None:
+        self._bus = bus
+        self._run_id = run_id
+
+    def server_starting(self, server_id: str, source: str, target: str) -> None:
+        """`server.starting`."""
+        self._bus.emit(
+            ServerStartingEvent(
+                run_id=self._run_id, server_id=server_id, source=source, target=target
+            )
+        )
+
+    def server_ready(self, server_id: str, info: Any, tools: int, pid: int | None) -> None:
+        """`server.ready`."""
+        self._bus.emit(
+            ServerReadyEvent(
+                run_id=self._run_id,
+                server_id=server_id,
+                protocol_version=info.protocol_version,
+                server_name=info.server_name,
+                tools=tools,
+                connect_ms=info.connect_ms,
+                pid=pid,
+            )
+        )
+
+    def server_exited(self, server_id: str, status: str, message: str) -> None:
+        """`server.exited`."""
+        self._bus.emit(
+            ServerExitedEvent(
+                run_id=self._run_id, server_id=server_id, status=status, message=message
+            )
+        )
+
+    def server_log(self, server_id: str, line: str) -> None:
+        """`server.log`."""
+        self._bus.emit(ServerLogEvent(run_id=self._run_id, server_id=server_id, line=line))
+
+    def server_restarted(self, server_id: str, attempt: int) -> None:
+        """`server.restarted`."""
+        self._bus.emit(
+            ServerRestartedEvent(run_id=self._run_id, server_id=server_id, attempt=attempt)
+        )

@@ -1,259 +1,464 @@
-"""Scheduling of a workflow graph (SPEC.md §5): order, triggers, conditions and the final output.
+"""Running a graph as ChatDev 2.0 runs it (SPEC.md §5, reference/chatdev-semantics.md §3).
 
-Every node gets one asyncio task that waits for its predecessors, so the nodes of one
-topological layer (and any node whose inputs are ready) run concurrently. A node runs only when
-it is a start node or an incoming `trigger` edge whose condition held has fired; otherwise it
-is `skipped`. The first node failure cancels the nodes still running and is raised.
+Every node has an input queue of messages. A node runs when it is triggered (a start node, or
+an incoming `trigger` edge fired), on everything its queue holds; afterwards the queue keeps
+only what `context_window` allows. Each message the node emits goes along every outgoing edge:
+the condition is tested on its text, the target's queue is cleared if the edge says so, the
+payload is delivered (`carry_data`, role `user`, or `assistant` on a self-loop, processed by
+`process`), and the edge fires (`trigger`).
+
+An acyclic graph runs in topological layers, the triggered nodes of a layer concurrently. A
+graph with cycles runs as layers of "super nodes" where each cycle is one item, iterated as
+ChatDev's cycle executor does (`cycles.py`). `is_majority_voting` gives every node the task and
+takes the most common answer.
 """
 
 from __future__ import annotations
 
 import asyncio
-import re
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
-from devall_cli.config.model import Condition, EdgeConfig, GraphConfig, NodeConfig
-from devall_cli.engine.events import EventBus, NodeFinishedEvent, NodeStartedEvent
-from devall_cli.errors import ConfigError
+from devall_cli.config.model import EdgeConfig, GraphConfig, NodeConfig
+from devall_cli.edges import CONDITION_TYPES, PROCESSOR_TYPES, EdgeEnv
+from devall_cli.edges.base import Condition, Processor
+from devall_cli.engine.events import (
+    EdgeEvent,
+    Event,
+    EventBus,
+    GraphNoteEvent,
+    NodeFinishedEvent,
+    NodeStartedEvent,
+)
+from devall_cli.engine.topology import Item, dag_layers, strongly_connected, super_layers
+from devall_cli.errors import DevallError, RunFailedError
+from devall_cli.messages import ASSISTANT, USER, Message, task_messages
+from devall_cli.nodes import NODE_TYPES, NodeRun, NodeType
+from devall_cli.nodes.base import ToolDispatcher
+from devall_cli.providers.base import Provider
 
-NodeExecutor = Callable[[NodeConfig, list[str]], Awaitable[str]]
+DEFAULT_MAX_STEPS = 1000
+ProviderFactory = Callable[..., Provider]  # (agent config, node state) -> a provider
 
 
-@dataclass(frozen=True)
-class NodeOutcome:
-    """How one node ended: `ok` (with its output), `failed` or `skipped`."""
+@dataclass
+class RunEnv:
+    """What every graph of one run shares: events, tools, models, and the step guard."""
 
-    node_id: str
-    status: str
-    output: str | None = None
-    duration_ms: float = 0.0
-    error: str | None = None
+    run_id: str
+    bus: EventBus
+    tools: ToolDispatcher
+    make_provider: ProviderFactory
+    edge_env: EdgeEnv
+    run_dir: Path | None = None
+    workflow_dir: Path | None = None
+    max_steps: int = DEFAULT_MAX_STEPS
+    steps: int = 0
+    serial: asyncio.Lock = field(default_factory=asyncio.Lock)  # nodes that run one at a time
+
+    def emit(self, event: Event) -> None:
+        """Publish an event of this run."""
+        self.bus.emit(event)
+
+    def take_step(self, path: str) -> None:
+        """Count one node visit; past `max_steps` the run ends (a loop that never exits)."""
+        self.steps += 1
+        if self.steps > self.max_steps:
+            raise RunFailedError(
+                f"the run reached --max-steps={self.max_steps} node visits at '{path}' "
+                "without finishing",
+                details=[
+                    "a loop may never meet its exit condition; check the conditions of the "
+                    "edges that leave it, or raise --max-steps if the workflow needs more visits"
+                ],
+            )
+
+
+@dataclass
+class Link:
+    """An edge at run time: its config, compiled condition and processor, and whether it fired."""
+
+    config: EdgeConfig
+    condition: Condition
+    label: str
+    processor: Processor | None
+    triggered: bool = False
+
+
+@dataclass
+class NodeState:
+    """A node at run time: its queue, its outputs, its edges and how often it ran."""
+
+    config: NodeConfig
+    kind: NodeType
+    path: str
+    inputs: list[Message] = field(default_factory=list)
+    outputs: list[Message] = field(default_factory=list)
+    outgoing: list[Link] = field(default_factory=list)
+    incoming: list[Link] = field(default_factory=list)
+    predecessors: list[str] = field(default_factory=list)
+    successors: list[str] = field(default_factory=list)
+    start_triggered: bool = False
+    visits: int = 0
+    state: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        """The node id."""
+        return self.config.id
+
+    def is_triggered(self) -> bool:
+        """A start node not yet run, or an incoming trigger edge fired."""
+        return self.start_triggered or any(
+            link.config.trigger and link.triggered for link in self.incoming
+        )
+
+    def reset_triggers(self) -> None:
+        """Forget what triggered the node: the next run needs fresh signals."""
+        self.start_triggered = False
+        for link in self.incoming:
+            link.triggered = False
+
+    def keep_context(self) -> None:
+        """Trim the queue after a visit: 0 keeps kept messages, -1 all, N the newest N."""
+        window = self.config.context_window
+        if window < 0:
+            return
+        kept = [m for m in self.inputs if m.keep]
+        if window == 0:
+            self.inputs = kept
+            return
+        drop = max(0, len(self.inputs) - len(kept) - max(0, window - len(kept)))
+        trimmed: list[Message] = []
+        for message in self.inputs:
+            if not message.keep and drop > 0:
+                drop -= 1
+                continue
+            trimmed.append(message)
+        self.inputs = trimmed
 
 
 @dataclass(frozen=True)
 class GraphOutcome:
-    """Every node's outcome, in declaration order, and the workflow's final output."""
+    """What a graph run produced: the final node's messages and every node's state."""
 
-    nodes: tuple[NodeOutcome, ...]
-    output: str
-
-    def outputs(self) -> dict[str, str]:
-        """The output of every node that produced one."""
-        return {n.node_id: n.output for n in self.nodes if n.output is not None}
+    messages: tuple[Message, ...]  # every output of the final node (a subgraph's result)
+    output: str  # the text of the final output
+    nodes: tuple[NodeState, ...]
 
 
-# --- structure -------------------------------------------------------------------------------
+class GraphRun:
+    """One run of one graph (the workflow's, or a subgraph's for one visit of its node)."""
 
-
-def topological_layers(graph: GraphConfig) -> list[list[str]]:
-    """Node ids grouped in layers: each node comes after all its predecessors (declaration order
-    within a layer). A cycle is a ConfigError naming it."""
-    preds = predecessors(graph)
-    remaining = [node.id for node in graph.nodes]
-    done: set[str] = set()
-    layers: list[list[str]] = []
-    while remaining:
-        layer = [n for n in remaining if preds[n] <= done]
-        if not layer:
-            raise ConfigError(f"cycles are not supported yet: {_describe_cycle(graph, remaining)}")
-        layers.append(layer)
-        done.update(layer)
-        remaining = [n for n in remaining if n not in done]
-    return layers
-
-
-def predecessors(graph: GraphConfig) -> dict[str, set[str]]:
-    """For every node id, the ids of the nodes with an edge into it."""
-    preds: dict[str, set[str]] = {node.id: set() for node in graph.nodes}
-    for edge in graph.edges:
-        preds[edge.target].add(edge.source)
-    return preds
-
-
-def sinks(graph: GraphConfig) -> list[str]:
-    """Nodes without outgoing edges, in declaration order."""
-    sources = {edge.source for edge in graph.edges}
-    return [node.id for node in graph.nodes if node.id not in sources]
-
-
-def _describe_cycle(graph: GraphConfig, candidates: Sequence[str]) -> str:
-    """`A → B → A` for one cycle among the nodes that could not be ordered."""
-    inside = set(candidates)
-    succ: dict[str, list[str]] = {n: [] for n in candidates}
-    for edge in graph.edges:
-        if edge.source in inside and edge.target in inside:
-            succ[edge.source].append(edge.target)
-    path: list[str] = [candidates[0]]
-    # Every remaining node has a predecessor among the remaining ones, so walking backwards
-    # would also work; walking forwards from any node with successors reaches a repeat.
-    while path[-1] not in path[:-1] and succ[path[-1]]:
-        path.append(succ[path[-1]][0])
-    start = path.index(path[-1])
-    return " → ".join(path[start:])
-
-
-# --- conditions ------------------------------------------------------------------------------
-
-
-def condition_holds(condition: Condition, text: str) -> bool:
-    """Whether an edge's condition holds for the source node's output."""
-    if isinstance(condition, bool):
-        return condition
-    flags = 0 if condition.case_sensitive else re.IGNORECASE
-    haystack = text if condition.case_sensitive else text.casefold()
-
-    def contains(word: str) -> bool:
-        return (word if condition.case_sensitive else word.casefold()) in haystack
-
-    if any(contains(word) for word in condition.none):
-        return False
-    if any(contains(word) for word in condition.any):
-        return True
-    if any(re.search(pattern, text, flags) for pattern in condition.regex):
-        return True
-    return not (condition.any or condition.regex)
-
-
-# --- final output ----------------------------------------------------------------------------
-
-
-def final_output(graph: GraphConfig, outputs: Mapping[str, str]) -> str:
-    """The first `end` node's output; else the first sink's that produced one; else ""."""
-    for node_id in (*graph.end, *sinks(graph)):
-        if node_id in outputs:
-            return outputs[node_id]
-    return ""
-
-
-# --- scheduling ------------------------------------------------------------------------------
-
-
-class _Scheduler:
-    """Runs one graph: a task per node, each awaiting its predecessors' outcomes."""
-
-    def __init__(
-        self, graph: GraphConfig, task: str, execute: NodeExecutor, bus: EventBus, run_id: str
-    ) -> None:
+    def __init__(self, graph: GraphConfig, env: RunEnv, *, prefix: str = "") -> None:
         self.graph = graph
-        self.task = task
-        self.execute = execute
-        self.bus = bus
-        self.run_id = run_id
-        self.incoming: dict[str, list[EdgeConfig]] = {node.id: [] for node in graph.nodes}
+        self.env = env
+        self.prefix = prefix  # `outer/` for the nodes of a subgraph
+        self.nodes: dict[str, NodeState] = {}
+        for node in graph.nodes:
+            kind = NODE_TYPES.get(node.type)
+            if kind is None:  # the loader checked every type; a programming error otherwise
+                raise RunFailedError(NODE_TYPES.unknown_message(node.type))
+            self.nodes[node.id] = NodeState(node, kind, prefix + node.id)
         for edge in graph.edges:
-            self.incoming[edge.target].append(edge)
-        loop = asyncio.get_running_loop()
-        self.outcomes: dict[str, asyncio.Future[NodeOutcome]] = {
-            node.id: loop.create_future() for node in graph.nodes
-        }
+            self._link(edge)
 
-    async def run(self) -> GraphOutcome:
-        topological_layers(self.graph)  # refuse cycles before anything starts
-        tasks = [
-            asyncio.create_task(self._run_node(node), name=f"node:{node.id}")
-            for node in self.graph.nodes
-        ]
-        try:
-            await _wait_all_or_first_error(tasks)
-        finally:
-            for future in self.outcomes.values():
-                if not future.done():
-                    future.cancel()
-        nodes = tuple(self.outcomes[node.id].result() for node in self.graph.nodes)
-        outputs = {n.node_id: n.output for n in nodes if n.output is not None}
-        return GraphOutcome(nodes=nodes, output=final_output(self.graph, outputs))
+    def _link(self, edge: EdgeConfig) -> None:
+        source, target = self.nodes[edge.source], self.nodes[edge.target]
+        condition_type = CONDITION_TYPES.get(edge.condition.type)
+        assert condition_type is not None, edge.condition.type
+        condition = condition_type.build(edge.condition.config, self.env.edge_env)
+        label = condition_type.label(edge.condition.config) or condition_type.name
+        processor = None
+        if edge.process is not None:
+            processor_type = PROCESSOR_TYPES.get(edge.process.type)
+            assert processor_type is not None, edge.process.type
+            processor = processor_type.build(edge.process.config, self.env.edge_env)
+        link = Link(edge, condition, label, processor)
+        source.outgoing.append(link)
+        target.incoming.append(link)
+        if target.id not in source.successors:
+            source.successors.append(target.id)
+        if source.id not in target.predecessors:
+            target.predecessors.append(source.id)
 
-    def _inputs(self, node: NodeConfig, before: Mapping[str, NodeOutcome]) -> list[str] | None:
-        """The node's inputs, or None when it must be skipped."""
-        fired = node.id in self.graph.start
-        inputs: list[str] = []
-        for edge in self.incoming[node.id]:
-            source = before[edge.source]
-            if source.output is None or not condition_holds(edge.condition, source.output):
-                continue
-            fired = fired or edge.trigger
-            if edge.carry_data:
-                inputs.append(source.output)
-        if not fired:
-            return None
-        return [self.task] if node.id in self.graph.start else inputs
+    # --- the whole graph ---------------------------------------------------------------
 
-    async def _run_node(self, node: NodeConfig) -> None:
-        before = {edge.source: await self.outcomes[edge.source] for edge in self.incoming[node.id]}
-        if any(outcome.status in ("failed", "not_run") for outcome in before.values()):
-            # The run is failing; this node is not skipped by the graph, it is never reached.
-            self.outcomes[node.id].set_result(NodeOutcome(node.id, "not_run"))
-            return
-        inputs = self._inputs(node, before)
-        if inputs is None:
-            self._finish(NodeOutcome(node.id, "skipped"))
-            return
-        self.bus.emit(NodeStartedEvent(run_id=self.run_id, node_id=node.id, inputs=inputs))
+    async def run(self, task: Sequence[Message]) -> GraphOutcome:
+        """Run from the start nodes until nothing is triggered; the final output."""
+        for node_id in self.graph.start:
+            node = self.nodes[node_id]
+            node.start_triggered = True
+            node.inputs = list(task)
+        if self.graph.is_majority_voting:
+            return await self._vote(task)
+        order = list(self.nodes)
+        successors = {n: self.nodes[n].successors for n in order}
+        cycles = strongly_connected(order, successors)
+        if cycles:
+            from devall_cli.engine.cycles import CycleRunner
+
+            edges = [(e.source, e.target) for e in self.graph.edges]
+            for layer in super_layers(order, edges, cycles):
+                await self.run_items(layer, CycleRunner(self))
+        else:
+            predecessors = {n: self.nodes[n].predecessors for n in order}
+            for names in dag_layers(order, predecessors, successors):
+                await self.run_items([Item((name,)) for name in names], None)
+        self._report_never_run()
+        return self._outcome()
+
+    async def run_items(self, items: Sequence[Item], cycles: Any) -> None:
+        """Run the items of one layer concurrently: triggered nodes, and cycles."""
+
+        async def run_one(item: Item) -> None:
+            if item.is_cycle:
+                await cycles.run_cycle(list(item.nodes))
+                return
+            node = self.nodes[item.node]
+            if node.is_triggered():
+                await self.execute(node)
+
+        await gather_or_cancel([run_one(item) for item in items])
+
+    def _report_never_run(self) -> None:
+        for node in self.nodes.values():
+            if node.visits == 0:
+                self.env.emit(
+                    NodeFinishedEvent(
+                        run_id=self.env.run_id, node_id=node.path, status="skipped", visit=0
+                    )
+                )
+
+    def final_node(self) -> NodeState | None:
+        """The first `end` node with output, else the first sink with output (SPEC.md §5)."""
+        sinks = [n for n in self.nodes.values() if not n.successors]
+        candidates = [self.nodes[n] for n in self.graph.end if n in self.nodes] + sinks
+        return next((node for node in candidates if node.outputs), None)
+
+    def _outcome(self, vote: Message | None = None) -> GraphOutcome:
+        if vote is not None:
+            messages: tuple[Message, ...] = (vote,)
+        else:
+            final = self.final_node()
+            messages = tuple(final.outputs) if final is not None else ()
+        output = messages[-1].text if messages else ""
+        return GraphOutcome(messages, output, tuple(self.nodes.values()))
+
+    # --- majority voting ---------------------------------------------------------------
+
+    async def _vote(self, task: Sequence[Message]) -> GraphOutcome:
+        """Every node answers the task at once; the most common last answer wins."""
+        for node in self.nodes.values():
+            node.inputs = list(task)
+        await gather_or_cancel([self.execute(node) for node in self.nodes.values()])
+        answers = [node.outputs[-1].text if node.outputs else "" for node in self.nodes.values()]
+        counted = Counter(a for a in answers if a.strip()) or Counter(answers)
+        winner, votes = counted.most_common(1)[0] if counted else ("", 0)
+        self.env.emit(
+            GraphNoteEvent(
+                run_id=self.env.run_id,
+                graph=self.prefix.rstrip("/"),
+                note="vote",
+                message=f"majority vote: {votes} of {len(answers)} nodes gave the winning answer",
+                details={"votes": votes, "voters": len(answers), "answer": winner},
+            )
+        )
+        return self._outcome(Message(role=ASSISTANT, text=winner, source="MAJORITY_VOTE"))
+
+    # --- one node visit ----------------------------------------------------------------
+
+    async def execute(self, node: NodeState) -> None:
+        """Run one visit of `node` on its queue, then deliver its outputs along its edges."""
+        inputs = list(node.inputs)
+        node.reset_triggers()
+        self.env.take_step(node.path)
+        node.visits += 1
+        visit = node.visits
+        self.env.emit(
+            NodeStartedEvent(
+                run_id=self.env.run_id,
+                node_id=node.path,
+                inputs=[m.text for m in inputs],
+                visit=visit,
+            )
+        )
         started = time.monotonic()
         try:
-            output = await self.execute(node, inputs)
-        except asyncio.CancelledError:
-            self._finish(NodeOutcome(node.id, "failed", None, _ms(started), "cancelled"))
-            raise
+            outputs = await self._produce(node, inputs, visit)
         except BaseException as exc:
-            self._finish(NodeOutcome(node.id, "failed", None, _ms(started), _message(exc)))
-            raise
-        self._finish(NodeOutcome(node.id, "ok", output, _ms(started)))
+            error = "cancelled" if isinstance(exc, asyncio.CancelledError) else _message(exc)
+            self._finished(node, visit, "failed", [], started, error)
+            if isinstance(exc, DevallError | asyncio.CancelledError) or not isinstance(
+                exc, Exception
+            ):
+                raise
+            raise RunFailedError(f"node '{node.path}' failed: {type(exc).__name__}: {exc}") from exc
+        outputs = [m if m.source else m.but(source=node.id) for m in outputs]
+        node.outputs.extend(outputs)
+        node.keep_context()
+        self._finished(node, visit, "ok", outputs, started)
+        for message in outputs:
+            for link in node.outgoing:
+                self.deliver(link, message, node)
+        if outputs and node.config.context_window != 0:
+            # The node remembers what it said: its outputs go back into its own queue.
+            node.inputs.extend(m.but(role=ASSISTANT, source=node.id) for m in outputs)
 
-    def _finish(self, outcome: NodeOutcome) -> None:
-        self.outcomes[outcome.node_id].set_result(outcome)
-        self.bus.emit(
+    async def _produce(self, node: NodeState, inputs: list[Message], visit: int) -> list[Message]:
+        run = NodeRun(
+            node=node.config,
+            inputs=inputs,
+            visit=visit,
+            path=node.path,
+            run_id=self.env.run_id,
+            emit=self.env.emit,
+            tools=self.env.tools,
+            make_provider=self.env.make_provider,
+            state=node.state,
+            run_dir=self.env.run_dir,
+            workflow_dir=self.env.workflow_dir,
+            run_subgraph=self._subgraph_runner(node),
+        )
+        dynamic = [link for link in node.incoming if link.config.dynamic is not None]
+        if dynamic:
+            from devall_cli.engine.dynamic import run_dynamic
+
+            return await run_dynamic(node, run, dynamic)
+        return await node.kind.run(run)
+
+    def _subgraph_runner(self, node: NodeState) -> Any:
+        async def run_subgraph(
+            graph: GraphConfig, task: Sequence[Message], name: str = ""
+        ) -> list[Message]:
+            child = GraphRun(graph, self.env, prefix=f"{node.path}/")
+            outcome = await child.run(task or task_messages(""))
+            return list(outcome.messages)
+
+        return run_subgraph
+
+    def _finished(
+        self,
+        node: NodeState,
+        visit: int,
+        status: str,
+        outputs: list[Message],
+        started: float,
+        error: str | None = None,
+    ) -> None:
+        texts = [m.text for m in outputs]
+        self.env.emit(
             NodeFinishedEvent(
-                run_id=self.run_id,
-                node_id=outcome.node_id,
-                status=outcome.status,
-                output=outcome.output,
-                duration_ms=outcome.duration_ms,
-                error=outcome.error,
+                run_id=self.env.run_id,
+                node_id=node.path,
+                status=status,
+                output=texts[-1] if texts else None,
+                outputs=texts,
+                duration_ms=round((time.monotonic() - started) * 1000, 3),
+                error=error,
+                visit=visit,
             )
         )
 
+    # --- edges -------------------------------------------------------------------------
 
-async def _wait_all_or_first_error(tasks: list[asyncio.Task[None]]) -> None:
-    """Wait for every task; on the first failure cancel the rest and raise that failure."""
+    def deliver(self, link: Link, message: Message, source: NodeState) -> None:
+        """Pass one output message along one edge (ChatDev's edge processing)."""
+        edge = link.config
+        target = self.nodes[edge.target]
+        met = self._holds(link, message, source)
+        delivered = dropped = False
+        if met:
+            if edge.clear_context or edge.clear_kept_context:
+                target.inputs = [
+                    m
+                    for m in target.inputs
+                    if not (edge.clear_kept_context if m.keep else edge.clear_context)
+                ]
+            if edge.carry_data:
+                payload: Message | None = self._payload(link, message, source, target)
+                if payload is None:
+                    dropped = True
+                else:
+                    target.inputs.append(payload)
+                    delivered = True
+            if edge.trigger and not dropped:
+                link.triggered = True
+        self.env.emit(
+            EdgeEvent(
+                run_id=self.env.run_id,
+                source=source.path,
+                target=target.path,
+                condition=link.label,
+                met=met,
+                delivered=delivered,
+                dropped=dropped,
+                triggered=met and edge.trigger and not dropped,
+            )
+        )
+
+    def _holds(self, link: Link, message: Message, source: NodeState) -> bool:
+        try:
+            return bool(link.condition(message.text))
+        except Exception as exc:
+            raise RunFailedError(
+                f"edge {source.path} → {self.prefix}{link.config.target}: condition "
+                f"'{link.label}' raised {type(exc).__name__}: {exc}"
+            ) from exc
+
+    def _payload(
+        self, link: Link, message: Message, source: NodeState, target: NodeState
+    ) -> Message | None:
+        edge = link.config
+        role = message.role
+        if not message.preserve_role:
+            role = ASSISTANT if source is target else USER
+        payload = message.but(role=role, source=source.id, keep=message.keep or edge.keep_message)
+        if link.processor is not None:
+            try:
+                processed = link.processor(payload)
+            except Exception as exc:
+                raise RunFailedError(
+                    f"edge {source.path} → {target.path}: processor raised "
+                    f"{type(exc).__name__}: {exc}"
+                ) from exc
+            if processed is None:
+                return None
+            payload = processed
+        if edge.dynamic is not None:
+            payload = payload.but(meta={**payload.meta, "dynamic_from": source.id})
+        return payload
+
+
+async def gather_or_cancel(coroutines: Sequence[Any]) -> None:
+    """Run coroutines concurrently; the first failure cancels the rest and is raised."""
+    if len(coroutines) == 1:
+        await coroutines[0]
+        return
+    tasks = [asyncio.ensure_future(c) for c in coroutines]
     try:
         done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
     except asyncio.CancelledError:
-        await _cancel_all(tasks)
+        await _cancel(tasks)
         raise
     if pending:
-        await _cancel_all(list(pending))
-    for task in tasks:  # declaration order among the tasks that failed first
-        if task in done and not task.cancelled():
-            error = task.exception()
-            if error is not None:
-                raise error
+        await _cancel(list(pending))
+    for task in tasks:  # the first failure in item order
+        error = task.exception() if task in done and not task.cancelled() else None
+        if error is not None:
+            raise error
 
 
-async def _cancel_all(tasks: list[asyncio.Task[None]]) -> None:
+async def _cancel(tasks: list[asyncio.Future[Any]]) -> None:
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
 
 
-def _ms(started: float) -> float:
-    return round((time.monotonic() - started) * 1000, 3)
-
-
 def _message(exc: BaseException) -> str:
     message = getattr(exc, "message", None)
     return str(message) if message else f"{type(exc).__name__}: {exc}"
-
-
-async def run_graph(
-    graph: GraphConfig,
-    *,
-    task: str,
-    execute: NodeExecutor,
-    bus: EventBus,
-    run_id: str,
-) -> GraphOutcome:
-    """Run every node that should run, concurrently where the graph allows; emit node events."""
-    return await _Scheduler(graph, task, execute, bus, run_id).run()

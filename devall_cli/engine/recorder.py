@@ -8,6 +8,7 @@ from typing import Any
 from devall_cli.engine.events import (
     AttachmentSavedEvent,
     Event,
+    GraphNoteEvent,
     ModelReplyEvent,
     NodeFinishedEvent,
     NodeStartedEvent,
@@ -37,17 +38,29 @@ class TokenCounts:
 
 
 @dataclass(frozen=True)
+class VisitRecord:
+    """One run of a node (a node in a loop runs many times)."""
+
+    visit: int
+    status: str = "running"  # running | ok | failed
+    outputs: tuple[str, ...] = ()
+    error: str | None = None
+    duration_ms: float = 0.0
+
+
+@dataclass(frozen=True)
 class NodeRecord:
-    """One node of a run: status, output, timing and what it consumed."""
+    """One node of a run (`node_id` is its path): status, output, timing, what it consumed."""
 
     node_id: str
     status: str = "pending"  # pending | running | ok | failed | skipped
-    output: str | None = None
+    output: str | None = None  # the last output of the last visit that had one
     error: str | None = None
-    duration_ms: float = 0.0
+    duration_ms: float = 0.0  # of all visits
     model_calls: int = 0
     tool_calls: int = 0
     tokens: TokenCounts = field(default_factory=TokenCounts)
+    visits: tuple[VisitRecord, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -106,6 +119,7 @@ class RunResult:
     tools: tuple[ToolStats, ...] = ()
     attachments: tuple[AttachmentRecord, ...] = ()
     servers: tuple[ServerRecord, ...] = ()
+    notes: tuple[dict[str, Any], ...] = ()  # what the scheduler decided (a vote, a cycle limit)
 
     @property
     def node_outputs(self) -> dict[str, str]:
@@ -140,6 +154,7 @@ class RunRecorder:
         self._tools: dict[str, ToolStats] = {}
         self._servers: dict[str, ServerRecord] = {}
         self._attachments: list[AttachmentRecord] = []
+        self._notes: list[dict[str, Any]] = []
 
     def __call__(self, event: Event) -> None:
         """Take one event into account."""
@@ -155,6 +170,7 @@ class RunRecorder:
             tools=tuple(self._tools.values()),
             attachments=tuple(self._attachments),
             servers=tuple(self._servers.values()),
+            notes=tuple(self._notes),
         )
 
     def node(self, node_id: str) -> NodeRecord:
@@ -183,15 +199,32 @@ class RunRecorder:
         )
 
     def _on_node_started(self, event: NodeStartedEvent) -> None:
-        self._update_node(event.node_id, status="running")
+        node = self.node(event.node_id)
+        visits = (*node.visits, VisitRecord(event.visit))
+        self._update_node(event.node_id, status="running", visits=visits)
 
     def _on_node_finished(self, event: NodeFinishedEvent) -> None:
+        node = self.node(event.node_id)
+        if event.status == "skipped":
+            if not node.visits:
+                self._update_node(event.node_id, status="skipped")
+            return
+        visit = VisitRecord(
+            event.visit, event.status, tuple(event.outputs), event.error, event.duration_ms
+        )
+        earlier = tuple(v for v in node.visits if v.visit != event.visit)
         self._update_node(
             event.node_id,
             status=event.status,
-            output=event.output,
+            output=event.output if event.output is not None else node.output,
             error=event.error,
-            duration_ms=event.duration_ms,
+            duration_ms=round(node.duration_ms + event.duration_ms, 3),
+            visits=(*earlier, visit),
+        )
+
+    def _on_graph_note(self, event: GraphNoteEvent) -> None:
+        self._notes.append(
+            {"graph": event.graph, "note": event.note, "message": event.message, **event.details}
         )
 
     def _on_model_reply(self, event: ModelReplyEvent) -> None:

@@ -10,18 +10,29 @@ import time
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from devall_cli.config.model import AgentConfig, NodeConfig, Workflow
-from devall_cli.engine.events import EventBus, RunFinishedEvent, RunStartedEvent
-from devall_cli.engine.graph import GraphOutcome, run_graph
-from devall_cli.engine.nodes import NodeContext, ToolDispatcher, run_node
-from devall_cli.engine.recorder import RunRecorder, RunResult
-from devall_cli.errors import DevallError, ExitCode, RunFailedError
+from devall_cli.config.model import AgentConfig, Workflow
+from devall_cli.engine.events import BusToolEvents, EventBus, RunFinishedEvent, RunStartedEvent
+from devall_cli.engine.graph import (
+    DEFAULT_MAX_STEPS,
+    GraphOutcome,
+    GraphRun,
+    ProviderFactory,
+    RunEnv,
+)
+from devall_cli.engine.recorder import RunResult
+from devall_cli.errors import DevallError, ExitCode
+from devall_cli.messages import task_messages
+from devall_cli.nodes.base import ToolDispatcher
 from devall_cli.providers.base import Provider
 from devall_cli.redaction import Redactor
+from devall_cli.tools.base import ToolEvents
 
-__all__ = ["RunResult", "ToolManagerLike", "new_run_id", "run_workflow"]
+if TYPE_CHECKING:
+    from devall_cli.session import RunSession
+
+__all__ = ["DEFAULT_MAX_STEPS", "RunResult", "ToolManagerLike", "new_run_id", "run_workflow"]
 
 
 class ToolManagerLike(ToolDispatcher, Protocol):
@@ -41,12 +52,14 @@ ProviderMaker = Callable[..., Provider]
 
 
 def default_tool_manager(
-    workflow: Workflow, *, run_id: str, run_dir: Path | None, bus: EventBus | None
+    workflow: Workflow, *, run_id: str, run_dir: Path | None, events: ToolEvents | None
 ) -> ToolManagerLike:
     """The real ToolManager (imported here: it brings the MCP client along)."""
     from devall_cli.tools.manager import ToolManager
 
-    manager: ToolManagerLike = ToolManager(workflow, run_id=run_id, run_dir=run_dir, bus=bus)
+    manager: ToolManagerLike = ToolManager(
+        workflow, run_id=run_id, run_dir=run_dir, events=events
+    )
     return manager
 
 
@@ -59,79 +72,70 @@ def new_run_id(workflow: Workflow | str, *, now: datetime | None = None) -> str:
 
 
 async def run_workflow(
-    workflow: Workflow,
+    session: RunSession,
     *,
     task: str,
-    run_id: str,
-    run_dir: Path,
-    bus: EventBus,
     tool_manager_factory: ToolManagerFactory = default_tool_manager,
     provider_factory: ProviderMaker | None = None,
     environ: Mapping[str, str] | None = None,
     interrupt_code: Callable[[], int] = lambda: ExitCode.INTERRUPTED,
+    max_steps: int = DEFAULT_MAX_STEPS,
 ) -> RunResult:
-    """Run the workflow on `task`; the result on success, a DevallError on failure.
+    """Run the session's workflow on `task`; the result on success, a DevallError on failure.
 
     `run.finished` is emitted in every case (also on failure and Ctrl-C), so sinks such as the
     result.json writer see failed runs too; the ToolManager and the providers are always closed.
     Cancellation is re-raised after `run.finished` with status `interrupted` and the exit code
     `interrupt_code()` gives (130 for Ctrl-C, 143 when the caller saw SIGTERM).
     """
-    recorder = RunRecorder()
-    bus.subscribe(recorder)
+    bus, run_id, workflow = session.bus, session.run_id, session.workflow
+    started = time.monotonic()
+    bus.emit(RunStartedEvent(run_id=run_id, workflow=workflow.name, task=task))
+    make = _provider_maker(provider_factory, environ, workflow.redactor)
     try:
-        started = time.monotonic()
-        bus.emit(RunStartedEvent(run_id=run_id, workflow=workflow.name, task=task))
-        make = _provider_maker(provider_factory, environ, workflow.redactor)
-        try:
-            outcome = await _run(workflow, task, run_id, run_dir, bus, tool_manager_factory, make)
-        except (asyncio.CancelledError, KeyboardInterrupt):
-            code = interrupt_code()
-            _finish(bus, run_id, started, "interrupted", "interrupted", code)
-            raise
-        except DevallError as exc:
-            _finish(bus, run_id, started, "failed", exc.message, exc.exit_code)
-            raise
-        except Exception as exc:
-            _finish(bus, run_id, started, "failed", f"{type(exc).__name__}: {exc}")
-            raise
-        bus.emit(
-            RunFinishedEvent(
-                run_id=run_id, status="ok", output=outcome.output, duration_ms=_ms(started)
-            )
+        outcome = await _run(session, task, tool_manager_factory, make, max_steps)
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        _finish(bus, run_id, started, "interrupted", "interrupted", interrupt_code())
+        raise
+    except DevallError as exc:
+        _finish(bus, run_id, started, "failed", exc.message, exc.exit_code)
+        raise
+    except Exception as exc:
+        _finish(bus, run_id, started, "failed", f"{type(exc).__name__}: {exc}")
+        raise
+    bus.emit(
+        RunFinishedEvent(
+            run_id=run_id, status="ok", output=outcome.output, duration_ms=_ms(started)
         )
-        return recorder.result()
-    finally:
-        bus.unsubscribe(recorder)
+    )
+    return session.recorder.result()
 
 
 async def _run(
-    workflow: Workflow,
+    session: RunSession,
     task: str,
-    run_id: str,
-    run_dir: Path,
-    bus: EventBus,
     tool_manager_factory: ToolManagerFactory,
-    make_provider: Callable[[AgentConfig], Provider],
+    make_provider: ProviderFactory,
+    max_steps: int,
 ) -> GraphOutcome:
-    manager = tool_manager_factory(workflow, run_id=run_id, run_dir=run_dir, bus=bus)
+    workflow = session.workflow
+    events = BusToolEvents(session.bus, session.run_id)
+    manager = tool_manager_factory(
+        workflow, run_id=session.run_id, run_dir=session.run_dir, events=events
+    )
     try:
         await manager.start()
-        ctx = NodeContext(run_id=run_id, bus=bus, tools=manager, make_provider=make_provider)
-
-        async def execute(node: NodeConfig, inputs: list[str]) -> str:
-            try:
-                return await run_node(node, inputs, ctx)
-            except DevallError:
-                raise  # infrastructure errors keep their class and exit code
-            except Exception as exc:
-                raise RunFailedError(
-                    f"node '{node.id}' failed: {type(exc).__name__}: {exc}"
-                ) from exc
-
-        outcome = await run_graph(
-            workflow.graph, task=task, execute=execute, bus=bus, run_id=run_id
+        env = RunEnv(
+            run_id=session.run_id,
+            bus=session.bus,
+            tools=manager,
+            make_provider=make_provider,
+            edge_env=edge_environment(workflow),
+            run_dir=session.run_dir,
+            workflow_dir=workflow.directory,
+            max_steps=max_steps,
         )
+        outcome = await GraphRun(workflow.graph, env).run(task_messages(task))
     except BaseException:
         # The error that stopped the run matters more than one raised while closing.
         with contextlib.suppress(Exception):
@@ -141,16 +145,23 @@ async def _run(
     return outcome
 
 
+def edge_environment(workflow: Workflow) -> Any:
+    """What edge conditions and processors may use: the workflow's edge functions."""
+    from devall_cli.engine.edge_env import WorkflowEdgeEnv
+
+    return WorkflowEdgeEnv(workflow)
+
+
 def _provider_maker(
     factory: ProviderMaker | None, environ: Mapping[str, str] | None, redactor: Redactor
-) -> Callable[[AgentConfig], Provider]:
+) -> ProviderFactory:
     if factory is None:
         from devall_cli.providers import make_provider
 
         factory = make_provider
 
-    def make(config: AgentConfig) -> Provider:
-        return factory(config, environ=environ, redactor=redactor)
+    def make(config: AgentConfig, state: dict[str, Any] | None = None) -> Provider:
+        return factory(config, environ=environ, redactor=redactor, state=state)
 
     return make
 

@@ -1,25 +1,34 @@
-"""Model providers: `openai` (any OpenAI-compatible endpoint) and `scripted` (offline).
+"""Model providers, each a registered descriptor (`registry.PROVIDERS`).
 
-The openai module, and with it httpx, is imported only when an openai provider is made, so that
-`devall validate` and `devall --help` never load httpx.
+Built in: `openai` (any OpenAI-compatible endpoint) and `scripted` (offline). A descriptor module
+imports its HTTP client only when a provider is made, so `devall validate` and `devall --help`
+never load httpx.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from devall_cli.config.model import AgentConfig
 from devall_cli.errors import ConfigError
 from devall_cli.providers.base import AssistantMessage, Provider, ToolCall, Usage
-from devall_cli.providers.scripted import ScriptedProvider
+from devall_cli.providers.registry import PROVIDERS, ProviderType
 from devall_cli.redaction import Redactor
 
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["AssistantMessage", "Provider", "ToolCall", "Usage", "make_provider"]
+__all__ = [
+    "PROVIDERS",
+    "AssistantMessage",
+    "Provider",
+    "ProviderType",
+    "ToolCall",
+    "Usage",
+    "make_provider",
+]
 
 
 def make_provider(
@@ -28,13 +37,20 @@ def make_provider(
     environ: Mapping[str, str] | None = None,
     transport: httpx.AsyncBaseTransport | None = None,
     redactor: Redactor | None = None,
+    state: dict[str, Any] | None = None,
 ) -> Provider:
-    """A fresh provider for one node run of an agent with this config."""
-    if config.provider == "scripted":
-        return ScriptedProvider(config.script)
-    if config.provider == "openai":
-        from devall_cli.providers.openai import OpenAIProvider
+    """A fresh provider for one node visit of an agent with this config.
 
-        env = os.environ if environ is None else environ
-        return OpenAIProvider(config, environ=env, transport=transport, redactor=redactor)
-    raise ConfigError(f"unknown provider {config.provider!r} (expected 'openai' or 'scripted')")
+    `state` is the node's state, kept across its visits (a scripted agent's place in its
+    script); providers that keep nothing ignore it.
+    """
+    kind = PROVIDERS.get(config.provider)
+    if kind is None:
+        raise ConfigError(PROVIDERS.unknown_message(config.provider))
+    return kind.make(
+        config,
+        environ=os.environ if environ is None else environ,
+        transport=transport,
+        redactor=redactor or Redactor(),
+        state=state,
+    )

@@ -8,11 +8,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from devall_cli.config.model import ScriptedTurn
+from devall_cli.config.model import ScriptedToolCall, ScriptedTurn, frozen_mapping
+from devall_cli.config.placeholders import UNRESOLVED
+from devall_cli.config.schema import Checker, KeySpec, check_keys, describe, get_mapping, opt_str
+from devall_cli.config.yaml_source import KeyPath
 from devall_cli.providers.base import AssistantMessage, ToolCall, content_text, dump_json
+from devall_cli.providers.registry import PROVIDERS, ProviderType
 from devall_cli.tools.base import ToolSpec
+
+if TYPE_CHECKING:
+    from devall_cli.config.model import AgentConfig
 
 # One pass over the text, so a substituted value that itself contains `{input}` stays as it is;
 # any other brace is left untouched (str.format would choke on JSON in the content).
@@ -22,10 +29,14 @@ _PLACEHOLDER = re.compile(r"\{(input|tool_results|tool_result)\}")
 class ScriptedProvider:
     """Answers with the next turn of the script; repeats the last text turn when it runs out."""
 
-    def __init__(self, script: Sequence[ScriptedTurn]) -> None:
+    def __init__(
+        self, script: Sequence[ScriptedTurn], cursor: dict[str, int] | None = None
+    ) -> None:
         self._script = tuple(script)
-        self._next_turn = 0
-        self._calls_made = 0
+        # The cursor outlives one visit of the node: a node in a loop goes on with the script.
+        self._cursor = cursor if cursor is not None else {}
+        self._cursor.setdefault("turn", 0)
+        self._cursor.setdefault("calls", 0)
         self._fallback = next(
             (turn.content for turn in reversed(self._script) if turn.content is not None), ""
         )
@@ -34,10 +45,10 @@ class ScriptedProvider:
         self, messages: Sequence[Mapping[str, Any]], tools: Sequence[ToolSpec]
     ) -> AssistantMessage:
         """The next scripted turn, with placeholders filled from the conversation."""
-        if self._next_turn >= len(self._script):
+        if self._cursor["turn"] >= len(self._script):
             return AssistantMessage(content=fill_placeholders(self._fallback, messages))
-        turn = self._script[self._next_turn]
-        self._next_turn += 1
+        turn = self._script[self._cursor["turn"]]
+        self._cursor["turn"] += 1
         content = None if turn.content is None else fill_placeholders(turn.content, messages)
         calls = tuple(self._tool_call(call.name, call.arguments) for call in turn.tool_calls)
         if content is None and not calls:
@@ -48,10 +59,10 @@ class ScriptedProvider:
         """Nothing to release."""
 
     def _tool_call(self, name: str, arguments: Mapping[str, Any]) -> ToolCall:
-        self._calls_made += 1
+        self._cursor["calls"] += 1
         plain = _plain(arguments)
         return ToolCall(
-            id=f"call_{self._calls_made}",
+            id=f"call_{self._cursor['calls']}",
             name=name,
             arguments=plain,
             raw_arguments=dump_json(plain),
@@ -77,3 +88,86 @@ def _plain(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_plain(v) for v in value]
     return value
+
+
+# --- the descriptor: `script` is read here -------------------------------------------------
+
+_TURN_KEYS = KeySpec(known=frozenset({"content", "tool_calls"}))
+_CALL_KEYS = KeySpec(known=frozenset({"name", "arguments"}))
+
+
+def parse_script(ck: Checker, config: dict[str, Any], path: KeyPath) -> tuple[ScriptedTurn, ...]:
+    """The agent's `script`: a non-empty list of turns, each with content and/or tool calls."""
+    raw = config.get("script")
+    here = (*path, "script")
+    if raw is UNRESOLVED:
+        return ()
+    if raw is None or raw == []:
+        ck.error(
+            here,
+            "provider 'scripted' needs a non-empty script: a list of turns, each with "
+            "'content' and/or 'tool_calls'",
+        )
+        return ()
+    if not isinstance(raw, list):
+        ck.error(here, f"script must be a list of turns, got {describe(raw)}")
+        return ()
+    turns = [_turn(ck, item, (*here, index)) for index, item in enumerate(raw)]
+    return tuple(turn for turn in turns if turn is not None)
+
+
+def _turn(ck: Checker, raw: Any, path: KeyPath) -> ScriptedTurn | None:
+    if isinstance(raw, str):
+        return ScriptedTurn(content=str(raw))  # a bare string is a content-only turn
+    turn = get_mapping(ck, raw, path, "a script turn")
+    if turn is None:
+        return None
+    check_keys(ck, turn, path, _TURN_KEYS)
+    if turn.get("content") is None and not turn.get("tool_calls"):
+        ck.error(path, "a script turn needs 'content' or 'tool_calls'")
+        return None
+    content = opt_str(ck, turn, "content", path)
+    calls = _tool_calls(ck, turn.get("tool_calls"), (*path, "tool_calls"))
+    return ScriptedTurn(content=content, tool_calls=calls)
+
+
+def _tool_calls(ck: Checker, raw: Any, path: KeyPath) -> tuple[ScriptedToolCall, ...]:
+    if raw is None or raw is UNRESOLVED:
+        return ()
+    if not isinstance(raw, list):
+        ck.error(path, f"tool_calls must be a list of {{name, arguments}}, got {describe(raw)}")
+        return ()
+    calls: list[ScriptedToolCall] = []
+    for index, item in enumerate(raw):
+        here = (*path, index)
+        call = get_mapping(ck, item, here, "a tool call")
+        if call is None:
+            continue
+        check_keys(ck, call, here, _CALL_KEYS)
+        name = opt_str(ck, call, "name", here, required=True)
+        raw_arguments = call.get("arguments")
+        arguments: dict[str, Any] | None = None
+        if raw_arguments is not None:
+            arguments = get_mapping(ck, raw_arguments, (*here, "arguments"), "arguments")
+        if name is not None:
+            calls.append(ScriptedToolCall(name=name, arguments=frozen_mapping(arguments or {})))
+    return tuple(calls)
+
+
+def make_scripted(config: AgentConfig, **options: Any) -> ScriptedProvider:
+    """A provider replaying the agent's script from where the node's last visit left it."""
+    state: dict[str, Any] | None = options.get("state")
+    cursor = state.setdefault("script", {}) if state is not None else None
+    return ScriptedProvider(config.provider_config or (), cursor)
+
+
+SCRIPTED = PROVIDERS.register(
+    ProviderType(
+        "scripted",
+        "replays the turns written in `script` (offline, deterministic)",
+        make=make_scripted,
+        keys=frozenset({"script"}),
+        parse=parse_script,
+        name_required=False,
+    )
+)

@@ -16,8 +16,8 @@ import re
 import threading
 from pathlib import Path
 
+from devall_cli.run_files import FILE_MODE
 from devall_cli.tools.base import AttachmentBlock
-from devall_cli.trace.run_files import FILE_MODE
 
 ATTACHMENTS_DIR = "attachments"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")

@@ -8,7 +8,7 @@ from typing import Any, Literal, Protocol
 
 from devall_cli.config.model import EMPTY
 
-SourceKind = Literal["function", "mcp_remote", "mcp_local"]
+SourceKind = str  # the name of the tooling type: function, mcp_remote, mcp_local, ...
 
 
 @dataclass(frozen=True)
@@ -97,6 +97,32 @@ class ServerInfo:
 
 
 LogCallback = Callable[[str, str], None]  # (source_id, line)
+
+
+class ToolEvents(Protocol):
+    """What the tool layer reports about its servers; the engine turns these into events."""
+
+    def server_starting(self, server_id: str, source: str, target: str) -> None:
+        """A source is being spawned or connected."""
+        ...
+
+    def server_ready(
+        self, server_id: str, info: ServerInfo, tools: int, pid: int | None
+    ) -> None:
+        """A source finished its handshake and listed `tools` tools."""
+        ...
+
+    def server_exited(self, server_id: str, status: str, message: str) -> None:
+        """A source could not start, or its process ended."""
+        ...
+
+    def server_log(self, server_id: str, line: str) -> None:
+        """One log line of a local server."""
+        ...
+
+    def server_restarted(self, server_id: str, attempt: int) -> None:
+        """A local server that died was started again."""
+        ...
 
 
 class ToolSource(Protocol):

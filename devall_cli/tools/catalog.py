@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from devall_cli.config.model import AgentConfig, Workflow
+from devall_cli.config.model import Workflow
 from devall_cli.errors import UsageError
+from devall_cli.nodes.base import node_tooling, walk_nodes
 from devall_cli.tools.base import ToolResult, ToolSpec
 from devall_cli.tools.manager import ToolManager
 
@@ -38,19 +39,14 @@ class CallOutcome:
 
 
 def tool_nodes(workflow: Workflow, node: str | None) -> list[str]:
-    """Agent nodes with tooling (or just `node`, which must exist)."""
+    """Paths of the nodes with tooling (subgraphs included), or just `node`, which must exist."""
+    paths = {path: n for path, n in walk_nodes(workflow.graph)}
     if node is not None:
-        try:
-            workflow.graph.node(node)
-        except KeyError:
-            known = ", ".join(n.id for n in workflow.graph.nodes)
-            raise UsageError(f"no node '{node}' in the workflow (nodes: {known})") from None
+        if node not in paths:
+            known = ", ".join(paths)
+            raise UsageError(f"no node '{node}' in the workflow (nodes: {known})")
         return [node]
-    return [
-        n.id
-        for n in workflow.graph.nodes
-        if isinstance(n.config, AgentConfig) and n.config.tooling
-    ]
+    return [path for path, n in paths.items() if node_tooling(n)]
 
 
 async def list_workflow_tools(manager: ToolManager, node: str | None = None) -> list[ListedTool]:

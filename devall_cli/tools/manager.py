@@ -13,20 +13,25 @@ from pathlib import Path
 from typing import Any
 
 from devall_cli import limits
-from devall_cli.config.model import AgentConfig, McpLocalConfig, McpRemoteConfig, Workflow
-from devall_cli.engine.events import (
-    Event,
-    EventBus,
-    ServerExitedEvent,
-    ServerLogEvent,
-    ServerReadyEvent,
-    ServerRestartedEvent,
-    ServerStartingEvent,
-)
+from devall_cli.config.model import Workflow
 from devall_cli.errors import ConfigError, ConfigIssue, DevallError
-from devall_cli.tools.base import RawTool, ServerInfo, TextBlock, ToolResult, ToolSource, ToolSpec
+from devall_cli.tools.base import (
+    RawTool,
+    ServerInfo,
+    TextBlock,
+    ToolEvents,
+    ToolResult,
+    ToolSource,
+    ToolSpec,
+)
 from devall_cli.tools.normalize import cap_blocks
-from devall_cli.tools.plan import SourceContext, SourcePlan, build_source, plan_sources
+from devall_cli.tools.plan import (
+    SourceContext,
+    SourcePlan,
+    build_source,
+    plan_sources,
+    tooling_type,
+)
 
 DUPLICATE_MESSAGE = (
     "Duplicate tool name '{name}' detected. "
@@ -80,7 +85,7 @@ class ToolManager:
         *,
         run_id: str = "",
         run_dir: Path | None = None,
-        bus: EventBus | None = None,
+        events: ToolEvents | None = None,
         store: Any = None,
         import_functions: bool = True,
     ) -> None:
@@ -88,7 +93,7 @@ class ToolManager:
         self.plan = plan_sources(workflow)
         self._redact = workflow.redactor.text
         self._run_id = run_id
-        self._bus = bus
+        self._events = events
         if store is None and run_dir is not None:
             from devall_cli.tools.attachments import AttachmentStore
 
@@ -111,15 +116,13 @@ class ToolManager:
 
     # --- events ------------------------------------------------------------------------------
 
-    def _emit(self, event: Event) -> None:
-        if self._bus is not None:
-            self._bus.emit(event)
-
     def _on_log(self, source_id: str, line: str) -> None:
-        self._emit(ServerLogEvent(run_id=self._run_id, server_id=source_id, line=line))
+        if self._events is not None:
+            self._events.server_log(source_id, line)
 
     def _on_restart(self, source_id: str, attempt: int) -> None:
-        self._emit(ServerRestartedEvent(run_id=self._run_id, server_id=source_id, attempt=attempt))
+        if self._events is not None:
+            self._events.server_restarted(source_id, attempt)
 
     @contextlib.contextmanager
     def _masking(self) -> Iterator[None]:
@@ -153,37 +156,22 @@ class ToolManager:
         """Create and start one source (idempotent), tracing it."""
         if plan.id in self._infos:
             return self._infos[plan.id]
-        self._emit(
-            ServerStartingEvent(
-                run_id=self._run_id, server_id=plan.id, source=plan.kind, target=plan.target
-            )
-        )
+        if self._events is not None:
+            self._events.server_starting(plan.id, plan.kind, plan.target)
         source = self._sources.get(plan.id) or build_source(plan, self._ctx)
         self._sources[plan.id] = source
         try:
             with self._masking():
                 info = await source.start()
         except DevallError as exc:
-            status = str(getattr(exc, "status", type(exc).__name__))
-            self._emit(
-                ServerExitedEvent(
-                    run_id=self._run_id, server_id=plan.id, status=status, message=exc.message
-                )
-            )
+            if self._events is not None:
+                status = str(getattr(exc, "status", type(exc).__name__))
+                self._events.server_exited(plan.id, status, exc.message)
             raise
         self._infos[plan.id] = info
         tools = await self.list_source(plan.id)
-        self._emit(
-            ServerReadyEvent(
-                run_id=self._run_id,
-                server_id=plan.id,
-                protocol_version=info.protocol_version,
-                server_name=info.server_name,
-                tools=len(tools),
-                connect_ms=info.connect_ms,
-                pid=getattr(source, "pid", None),
-            )
-        )
+        if self._events is not None:
+            self._events.server_ready(plan.id, info, len(tools), getattr(source, "pid", None))
         return info
 
     async def close(self) -> None:
@@ -216,13 +204,13 @@ class ToolManager:
         return tools
 
     async def specs_for(self, node_id: str) -> list[ToolSpec]:
-        """The node's tools in declaration order, prefixed, filtered and checked for duplicates."""
-        node = self.workflow.graph.node(node_id)
-        if not isinstance(node.config, AgentConfig):
-            return []
+        """The node's tools in declaration order, prefixed, filtered and checked for duplicates.
+
+        `node_id` is the node's path (`outer/inner` for a node of a subgraph).
+        """
         offered: list[tuple[str, SourcePlan, RawTool]] = []  # (final name, source, tool)
         declared: set[str] = set()
-        for index, tooling in enumerate(node.config.tooling):
+        for index, tooling in enumerate(self.plan.tooling.get(node_id, ())):
             plan = self.plan.source(self.plan.entries[(node_id, index)])
             for raw in _filter(await self.list_source(plan.id), plan):
                 final = tooling.final_name(raw.name)
@@ -287,16 +275,15 @@ async def _close_quietly(source: ToolSource) -> None:
 
 
 def _cache_ttl(plan: SourcePlan) -> float:
-    cfg = plan.tooling.config
-    return cfg.cache_ttl if isinstance(cfg, McpRemoteConfig | McpLocalConfig) else float("inf")
+    return float(tooling_type(plan.tooling).cache_ttl(plan.tooling.config))
 
 
 def _filter(tools: list[RawTool], plan: SourcePlan) -> list[RawTool]:
     """Keep MCP tools whose `_meta.source` is listed in `tool_sources` (default `mcp_tools`)."""
-    cfg = plan.tooling.config
-    if not isinstance(cfg, McpRemoteConfig | McpLocalConfig):
+    sources = getattr(plan.tooling.config, "tool_sources", None)
+    if sources is None:  # function tooling: nothing to filter
         return tools
-    allowed = set(cfg.tool_sources)
+    allowed = set(sources)
     return [t for t in tools if str((t.meta or {}).get("source", "mcp_tools")) in allowed]
 
 

@@ -5,24 +5,23 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
-from devall_cli.config.model import (
-    AgentConfig,
-    FunctionToolingConfig,
-    McpLocalConfig,
-    McpRemoteConfig,
-    ToolingConfig,
-    Workflow,
-)
+from devall_cli.config.model import ToolingConfig, Workflow
+from devall_cli.config.tooling_registry import ToolingType, tooling_types
+from devall_cli.nodes.base import node_tooling, walk_nodes
 from devall_cli.tools.base import LogCallback, SourceKind, ToolSource
+
+
+def tooling_type(tooling: ToolingConfig) -> ToolingType:
+    """The descriptor of a tooling entry's type (the loader checked it exists)."""
+    return tooling_types()[tooling.type]
 
 
 @dataclass
 class SourcePlan:
-    """One tool source to start: its config and the nodes that use it."""
+    """One tool source to start: its config and the nodes (paths) that use it."""
 
     id: str
     kind: SourceKind
@@ -32,15 +31,16 @@ class SourcePlan:
     @property
     def target(self) -> str:
         """URL, command line or functions directory."""
-        return self.tooling.config.display_target()
+        return str(self.tooling.config.display_target())
 
 
 @dataclass
 class WorkflowPlan:
-    """All sources of a workflow, and which source serves each (node, tooling index)."""
+    """All sources of a workflow, and which source serves each (node path, tooling index)."""
 
     sources: list[SourcePlan]
-    entries: dict[tuple[str, int], str]  # (node id, tooling index) -> source id
+    entries: dict[tuple[str, int], str]  # (node path, tooling index) -> source id
+    tooling: dict[str, tuple[ToolingConfig, ...]]  # node path -> its tooling entries
 
     def source(self, source_id: str) -> SourcePlan:
         """The plan with this id."""
@@ -52,38 +52,29 @@ class WorkflowPlan:
 
 def _base_name(tooling: ToolingConfig) -> str:
     """A short readable id for a source: prefix, script name, or host and port."""
-    cfg = tooling.config
-    if tooling.prefix:
-        name = tooling.prefix
-    elif isinstance(cfg, McpRemoteConfig):
-        parts = urlsplit(cfg.server)
-        name = f"{parts.hostname or 'remote'}-{parts.port}" if parts.port else parts.hostname or ""
-    elif isinstance(cfg, McpLocalConfig):
-        scripts = [a for a in cfg.args if not a.startswith("-")]
-        name = PurePosixPath(scripts[-1]).stem if scripts else PurePosixPath(cfg.command).name
-    else:
-        name = "functions"
+    name = tooling.prefix or tooling_type(tooling).base_name(tooling.config)
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-.") or "server"
 
 
 def plan_sources(workflow: Workflow) -> WorkflowPlan:
-    """Group the tooling entries of all agent nodes by identity, in declaration order."""
+    """Group the tooling entries of every node (subgraphs included) by identity, in order."""
     by_identity: dict[tuple[Any, ...], SourcePlan] = {}
     entries: dict[tuple[str, int], str] = {}
+    tooling_of: dict[str, tuple[ToolingConfig, ...]] = {}
     used: set[str] = set()
-    for node in workflow.graph.nodes:
-        if not isinstance(node.config, AgentConfig):
-            continue
-        for index, tooling in enumerate(node.config.tooling):
+    for path, node in walk_nodes(workflow.graph):
+        entries_of_node = node_tooling(node)
+        tooling_of[path] = entries_of_node
+        for index, tooling in enumerate(entries_of_node):
             identity = tooling.config.identity()
             plan = by_identity.get(identity)
             if plan is None:
-                plan = SourcePlan(_unique(_base_name(tooling), used), _kind(tooling), tooling)
+                plan = SourcePlan(_unique(_base_name(tooling), used), tooling.type, tooling)
                 by_identity[identity] = plan
-            if node.id not in plan.nodes:
-                plan.nodes.append(node.id)
-            entries[(node.id, index)] = plan.id
-    return WorkflowPlan(list(by_identity.values()), entries)
+            if path not in plan.nodes:
+                plan.nodes.append(path)
+            entries[(path, index)] = plan.id
+    return WorkflowPlan(list(by_identity.values()), entries, tooling_of)
 
 
 def _unique(name: str, used: set[str]) -> str:
@@ -92,14 +83,6 @@ def _unique(name: str, used: set[str]) -> str:
         candidate, n = f"{name}-{n}", n + 1
     used.add(candidate)
     return candidate
-
-
-def _kind(tooling: ToolingConfig) -> SourceKind:
-    if isinstance(tooling.config, McpRemoteConfig):
-        return "mcp_remote"
-    if isinstance(tooling.config, McpLocalConfig):
-        return "mcp_local"
-    return "function"
 
 
 @dataclass(frozen=True)
@@ -117,37 +100,5 @@ class SourceContext:
 
 
 def build_source(plan: SourcePlan, ctx: SourceContext) -> ToolSource:
-    """Create (not start) the ToolSource for a plan; heavy modules are imported here."""
-    cfg = plan.tooling.config
-    if isinstance(cfg, McpRemoteConfig):
-        from devall_cli.tools.mcp_remote import RemoteSource
-
-        return RemoteSource(id=plan.id, config=cfg, store=ctx.store, on_log=ctx.on_log)
-    if isinstance(cfg, McpLocalConfig):
-        from devall_cli.tools.mcp_local import LocalSource
-
-        log_path = ctx.run_dir / "servers" / f"{plan.id}.log" if ctx.run_dir else None
-        return LocalSource(
-            id=plan.id,
-            config=cfg,
-            store=ctx.store,
-            on_log=ctx.on_log,
-            log_path=log_path,
-            on_restart=ctx.on_restart,
-            redact=ctx.redact,
-        )
-    assert isinstance(cfg, FunctionToolingConfig)
-    from devall_cli.tools.functions import FunctionSource
-
-    context = {
-        "run_id": ctx.run_id,
-        "workflow_dir": ctx.workflow_dir,
-        "attachment_store": ctx.store,
-    }
-    return FunctionSource(
-        id=plan.id,
-        config=cfg,
-        store=ctx.store,
-        context=context,
-        import_modules=ctx.import_functions,
-    )
+    """Create (not start) the ToolSource for a plan; its type imports the heavy modules."""
+    return tooling_type(plan.tooling).make_source(plan.id, plan.tooling.config, ctx)

@@ -11,7 +11,13 @@ from dataclasses import dataclass, field, replace
 
 from devall_cli.config.model import McpLocalConfig, McpRemoteConfig, ToolingConfig, Workflow
 from devall_cli.errors import DevallError, ProtocolError, ServerStartError, ServerUnreachableError
-from devall_cli.tools.plan import SourceContext, SourcePlan, build_source, plan_sources
+from devall_cli.tools.plan import (
+    SourceContext,
+    SourcePlan,
+    build_source,
+    plan_sources,
+    tooling_type,
+)
 
 
 @dataclass(frozen=True)
@@ -35,7 +41,7 @@ class ProbeReport:
 
 def workflow_targets(workflow: Workflow) -> list[SourcePlan]:
     """The MCP servers a workflow declares (function tooling has no server to probe)."""
-    return [p for p in plan_sources(workflow).sources if p.kind != "function"]
+    return [p for p in plan_sources(workflow).sources if tooling_type(p.tooling).is_server]
 
 
 def adhoc_url_target(url: str, headers: Mapping[str, str], timeout: float) -> SourcePlan:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import IO
 
 from devall_cli import limits
-from devall_cli.trace.run_files import move_run_file, open_run_file
+from devall_cli.run_files import move_run_file, open_run_file
 
 OLDER_SUFFIX = ".1"
 

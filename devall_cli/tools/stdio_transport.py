@@ -11,7 +11,7 @@ import contextlib
 import json
 import logging
 from collections.abc import AsyncGenerator
-from typing import Any
+from typing import Any, Unpack
 
 import anyio
 import mcp_types
@@ -21,7 +21,6 @@ from fastmcp.client.transports.base import SessionKwargs, TransportOptions
 from mcp import ClientSession
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
-from typing_extensions import Unpack
 
 from devall_cli.text import clean_value
 from devall_cli.tools.stdio_lines import INVALID_RESPONSE

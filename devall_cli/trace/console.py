@@ -15,7 +15,9 @@ from rich.text import Text
 
 from devall_cli.engine.events import (
     AttachmentSavedEvent,
+    EdgeEvent,
     Event,
+    GraphNoteEvent,
     ModelReplyEvent,
     ModelRequestEvent,
     NodeFinishedEvent,
@@ -96,11 +98,14 @@ class ConsoleSink:
         verbosity: Verbosity = "normal",
         *,
         live: bool | None = None,
+        recorder: RunRecorder | None = None,
     ) -> None:
         self.console = console
         self.redactor = redactor
         self.verbosity = verbosity
-        self.recorder = RunRecorder()
+        # A run session's recorder is shared (and fed by the session); otherwise keep our own.
+        self._own = recorder is None
+        self.recorder = recorder if recorder is not None else RunRecorder()
         self.waits = WaitState()
         self._calls: dict[str, ToolCallEvent] = {}
         self._use_live = (console.is_terminal and verbosity != "quiet") if live is None else live
@@ -114,7 +119,8 @@ class ConsoleSink:
 
     def __call__(self, event: Event) -> None:
         """Render one event."""
-        self.recorder(event)
+        if self._own:
+            self.recorder(event)
         if self.verbosity == "quiet":
             return
         self.waits.update(event)
@@ -196,7 +202,8 @@ class ConsoleSink:
     # --- nodes and model ---------------------------------------------------------------------
 
     def _on_node_started(self, event: NodeStartedEvent) -> None:
-        self.console.rule(self._t(f"node {event.node_id}", "bold cyan"), style="cyan")
+        title = f"node {event.node_id}" + (f" (visit {event.visit})" if event.visit > 1 else "")
+        self.console.rule(self._t(title, "bold cyan"), style="cyan")
         if self.verbose:
             for text in event.inputs:
                 self._print(f"input: {text}", "dim", body=True)
@@ -205,11 +212,13 @@ class ConsoleSink:
         if self.verbose:
             tools = ", ".join(event.tools) or "none"
             count = _plural(event.messages, "message")
-            self._print(f"→ model · round {event.round} · {count} · tools: {tools}", "dim")
+            head = f"→ model · {event.node_id} · round {event.round}"
+            self._print(f"{head} · {count} · tools: {tools}", "dim")
 
     def _on_model_reply(self, event: ModelReplyEvent) -> None:
         tokens = event.usage.get("total_tokens", 0)
-        head = f"model · round {event.round} · {format_ms(event.duration_ms)}"
+        # Every line names its node: parallel branches interleave.
+        head = f"model · {event.node_id} · round {event.round} · {format_ms(event.duration_ms)}"
         self._print(head + (f" · {tokens} tokens" if tokens else ""), "magenta")
         if event.content:
             self._print(self._body(event.content), body=True)
@@ -220,14 +229,33 @@ class ConsoleSink:
             self._print(f"  ⇢ {name} {args}", "blue", body=True)
 
     def _on_node_finished(self, event: NodeFinishedEvent) -> None:
+        name = f"node {event.node_id}" + (f" (visit {event.visit})" if event.visit > 1 else "")
         if event.status == "ok":
-            self._print(f"✓ node {event.node_id} ok · {format_ms(event.duration_ms)}", "green")
-            if self.verbose and event.output is not None:
-                self._print(f"output: {event.output}", "dim", body=True)
+            quiet = "" if event.outputs else " · no output"
+            self._print(f"✓ {name} ok · {format_ms(event.duration_ms)}{quiet}", "green")
+            if self.verbose:
+                for text in event.outputs:
+                    self._print(f"output: {text}", "dim", body=True)
         elif event.status == "skipped":
-            self._print(f"- node {event.node_id} skipped (no edge fired)", "dim")
+            self._print(f"- {name} skipped (never triggered)", "dim")
         else:
-            self._print(f"✗ node {event.node_id} failed: {event.error}", "bold red")
+            self._print(f"✗ {name} failed: {event.error}", "bold red")
+
+    def _on_edge(self, event: EdgeEvent) -> None:
+        if not self.verbose:
+            return
+        if not event.met:
+            what = "condition not met"
+        elif event.dropped:
+            what = "payload dropped by its processor"
+        else:
+            what = ("delivered" if event.delivered else "no data") + (
+                ", triggered" if event.triggered else ""
+            )
+        self._print(f"  → {event.source} → {event.target} [{event.condition}]: {what}", "dim")
+
+    def _on_graph_note(self, event: GraphNoteEvent) -> None:
+        self._print(f"! {event.message}", "yellow")
 
     # --- tools -------------------------------------------------------------------------------
 
@@ -240,7 +268,7 @@ class ConsoleSink:
         call = self._calls.pop(event.call_id, None)
         infra = isinstance(event, ToolErrorEvent)
         style = "red" if event.is_error else "green"
-        title = f"tool {event.tool}"
+        title = f"tool {event.tool} · {event.node_id}"
         if event.original_name and event.original_name != event.tool:
             title += f" ({event.original_name})"
         where = " ".join(p for p in (event.source, event.server) if p)

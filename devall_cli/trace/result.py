@@ -21,8 +21,8 @@ from devall_cli.engine.recorder import (
     ToolStats,
 )
 from devall_cli.redaction import Redactor
+from devall_cli.run_files import write_failure
 from devall_cli.text import clean_text
-from devall_cli.trace.run_files import write_failure
 
 
 def _tokens(tokens: TokenCounts) -> dict[str, int]:
@@ -39,6 +39,16 @@ def _node(node: NodeRecord) -> dict[str, Any]:
         "model_calls": node.model_calls,
         "tool_calls": node.tool_calls,
         "tokens": _tokens(node.tokens),
+        "visits": [
+            {
+                "visit": v.visit,
+                "status": v.status,
+                "outputs": list(v.outputs),
+                "error": v.error,
+                "duration_ms": v.duration_ms,
+            }
+            for v in node.visits
+        ],
     }
 
 
@@ -96,6 +106,7 @@ def build_result(
         "tools": [_tool(t) for t in result.tools],
         "attachments": [_attachment(a) for a in result.attachments],
         "servers": [asdict(server) for server in result.servers],
+        "notes": list(result.notes),
         "totals": {
             "model_calls": result.model_calls,
             "tool_calls": result.tool_calls,
@@ -141,17 +152,27 @@ class ResultSink:
     could not be written, if it could not.
     """
 
-    def __init__(self, path: Path, redactor: Redactor, *, node_ids: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        path: Path,
+        redactor: Redactor,
+        *,
+        node_ids: Sequence[str] = (),
+        recorder: RunRecorder | None = None,
+    ) -> None:
         self.path = Path(path)
         self.redactor = redactor
         self.node_ids = tuple(node_ids)
-        self.recorder = RunRecorder()
+        # A run session's recorder is shared (and fed by the session); otherwise keep our own.
+        self._own = recorder is None
+        self.recorder = recorder if recorder is not None else RunRecorder()
         self.document: dict[str, Any] | None = None
         self.failure: str | None = None
 
     def __call__(self, event: Event) -> None:
         """Record the event; on `run.finished` write the file."""
-        self.recorder(event)
+        if self._own:
+            self.recorder(event)
         if isinstance(event, RunFinishedEvent):
             try:
                 result = self.recorder.result()

@@ -272,7 +272,8 @@ def test_files_that_cannot_be_written_are_named_and_the_answer_still_printed(
 def test_a_full_disk_is_named_with_its_reason(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from devall_cli.trace import jsonl, run_files
+    from devall_cli import run_files
+    from devall_cli.trace import jsonl
 
     def open_full_disk(path: Path, **_: Any) -> Any:
         run_files.open_run_file(path)  # the real file, so that the name is taken as usual

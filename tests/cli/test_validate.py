@@ -241,6 +241,8 @@ def test_json_for_a_valid_workflow(tmp_path: Path) -> None:
                 {
                     "id": "ask",
                     "type": "agent",
+                    "provider": "openai",
+                    "model": "gpt-4o-mini",
                     "tooling": [
                         {
                             "type": "mcp_remote",

@@ -16,10 +16,10 @@ import pytest
 from devall_cli.engine.events import RunStartedEvent
 from devall_cli.errors import RunFailedError
 from devall_cli.redaction import Redactor
+from devall_cli.run_files import locked_run_dir, open_run_file
 from devall_cli.tools.stdio_process import StdioProcess
 from devall_cli.trace.jsonl import JsonlSink
 from devall_cli.trace.result import write_json_atomic
-from devall_cli.trace.run_files import locked_run_dir, open_run_file
 
 SECRET = "not yours\n"
 

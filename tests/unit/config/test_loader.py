@@ -11,6 +11,8 @@ import pytest
 from devall_cli.config.loader import load_workflow, mask_issue, validate_workflow
 from devall_cli.config.model import (
     AgentConfig,
+    ConditionConfig,
+    FunctionCondition,
     FunctionToolingConfig,
     KeywordCondition,
     LiteralConfig,
@@ -109,13 +111,8 @@ def test_agent_fields_and_reserved_params(tmp_path: Path) -> None:
 
 def test_agent_defaults(tmp_path: Path) -> None:
     config = agent(load(tmp_path, agent_flow("")))
-    assert (config.base_url, config.api_key, config.role, config.tooling, config.script) == (
-        None,
-        None,
-        None,
-        (),
-        (),
-    )
+    assert (config.base_url, config.api_key, config.role, config.tooling) == (None, None, None, ())
+    assert (config.provider_config, config.input_mode) == (None, "messages")
     assert (config.tool_loop_limit, config.timeout, config.retries, config.max_result_chars) == (
         50,
         300.0,
@@ -144,7 +141,7 @@ def test_scripted_agent_script(tmp_path: Path) -> None:
     )
     config = agent(flow)
     assert config.name == "scripted"
-    first, second, third = config.script
+    first, second, third = config.provider_config  # the scripted provider's turns
     assert [(c.name, dict(c.arguments)) for c in first.tool_calls] == [
         ("rand_num", {"a": 1, "b": 100}),
         ("ping", {}),
@@ -471,22 +468,28 @@ def edge_flow(extra: str) -> str:
 
 def test_edge_defaults(tmp_path: Path) -> None:
     (edge,) = load(tmp_path, edge_flow("")).graph.edges
-    assert (edge.source, edge.target, edge.condition, edge.carry_data, edge.trigger) == (
-        "a",
-        "b",
-        True,
-        True,
-        True,
-    )
+    assert (edge.source, edge.target, edge.carry_data, edge.trigger) == ("a", "b", True, True)
+    assert edge.condition == ConditionConfig("function", FunctionCondition("true"))
+    assert (edge.keep_message, edge.clear_context, edge.clear_kept_context) == (False,) * 3
+    assert (edge.process, edge.dynamic) == (None, None)
     assert edge.path == "graph.edges[0]"
 
 
 @pytest.mark.parametrize(
-    ("extra", "expected"),
-    [("condition: false", False), ("condition: 'true'", True), ("condition: 'false'", False)],
+    ("extra", "name"),
+    [
+        ("condition: false", "false"),
+        ("condition: 'true'", "true"),
+        ("condition: 'false'", "false"),
+        ("condition: null", "true"),
+        ("condition: {type: function, config: {name: 'true'}}", "true"),
+    ],
 )
-def test_boolean_conditions(tmp_path: Path, extra: str, expected: bool) -> None:
-    assert load(tmp_path, edge_flow(extra)).graph.edges[0].condition is expected
+def test_boolean_conditions_are_the_built_in_functions(
+    tmp_path: Path, extra: str, name: str
+) -> None:
+    condition = load(tmp_path, edge_flow(extra)).graph.edges[0].condition
+    assert condition == ConditionConfig("function", FunctionCondition(name))
 
 
 def test_keyword_condition_and_flags(tmp_path: Path) -> None:
@@ -496,8 +499,9 @@ def test_keyword_condition_and_flags(tmp_path: Path) -> None:
       carry_data: no
       trigger: false"""
     (edge,) = load(tmp_path, edge_flow(extra)).graph.edges
-    assert edge.condition == KeywordCondition(
-        any=("done",), none=("error",), regex=("^ok\\b",), case_sensitive=False
+    assert edge.condition == ConditionConfig(
+        "keyword",
+        KeywordCondition(any=("done",), none=("error",), regex=("^ok\\b",), case_sensitive=False),
     )
     assert (edge.carry_data, edge.trigger) == (False, False)
 

@@ -19,6 +19,8 @@ from devall_cli.config.model import (
     Workflow,
 )
 from devall_cli.engine.events import Event, EventBus
+from devall_cli.messages import USER, Message
+from devall_cli.nodes import NODE_TYPES, NodeRun
 from devall_cli.redaction import Redactor
 from devall_cli.tools.base import TextBlock, ToolResult, ToolSpec
 
@@ -35,7 +37,9 @@ def turn(content: str | None = None, *calls: tuple[str, Mapping[str, Any]]) -> S
 
 def agent(node_id: str, *script: ScriptedTurn, **settings: Any) -> NodeConfig:
     """A scripted agent node."""
-    config = AgentConfig(provider="scripted", name="script", script=tuple(script), **settings)
+    config = AgentConfig(
+        provider="scripted", name="script", provider_config=tuple(script), **settings
+    )
     return NodeConfig(id=node_id, type="agent", config=config)
 
 
@@ -151,3 +155,30 @@ class Collector:
 
     def of(self, cls: type[Any]) -> list[Any]:
         return [event for event in self.events if isinstance(event, cls)]
+
+
+async def run_node(
+    node: NodeConfig,
+    inputs: list[str],
+    ctx: Any,
+    *,
+    state: dict[str, Any] | None = None,
+) -> str:
+    """One visit of `node` on user messages; its outputs' texts, newline-joined.
+
+    `ctx` has `bus`, `tools` and `make(config, state)` (the agent tests' harness).
+    """
+    kind = NODE_TYPES.get(node.type)
+    assert kind is not None
+    run = NodeRun(
+        node=node,
+        inputs=[Message(role=USER, text=text) for text in inputs],
+        visit=1,
+        path=node.id,
+        run_id="r1",
+        emit=ctx.bus.emit,
+        tools=ctx.tools,
+        make_provider=ctx.make,
+        state=state if state is not None else {},
+    )
+    return "\n".join(message.text for message in await kind.run(run))

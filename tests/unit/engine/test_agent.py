@@ -17,7 +17,6 @@ from devall_cli.engine.events import (
     ToolErrorEvent,
     ToolResultEvent,
 )
-from devall_cli.engine.nodes import NodeContext, run_node
 from devall_cli.errors import RunFailedError, ServerDiedError
 from devall_cli.providers import make_provider
 from devall_cli.providers.base import AssistantMessage, Provider, Usage, tool_call_from_json
@@ -29,6 +28,7 @@ from tests.unit.engine.builders import (
     echo_tool,
     literal,
     passthrough,
+    run_node,
     text_result,
     turn,
 )
@@ -62,10 +62,10 @@ class Harness:
         self.tools = tools
         self.fixed = provider
         self.providers: list[Recording] = []
-        self.ctx = NodeContext(run_id="r1", bus=self.bus, tools=tools, make_provider=self.make)
+        self.ctx = self
 
-    def make(self, config: AgentConfig) -> Provider:
-        provider = Recording(self.fixed or make_provider(config))
+    def make(self, config: AgentConfig, state: dict[str, Any] | None = None) -> Provider:
+        provider = Recording(self.fixed or make_provider(config, state=state))
         self.providers.append(provider)
         return provider
 

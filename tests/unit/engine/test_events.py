@@ -15,6 +15,7 @@ from devall_cli.engine.events import (
     event_to_dict,
 )
 from devall_cli.engine.runner import run_workflow
+from devall_cli.session import RunSession
 from tests.unit.engine.builders import Collector, FakeTools, literal, workflow
 
 
@@ -77,11 +78,8 @@ async def test_a_run_survives_a_broken_sink() -> None:
     bus.subscribe(broken)
     events = Collector(bus)
     result = await run_workflow(
-        workflow([literal("A", "out")]),
+        RunSession(workflow([literal("A", "out")]), run_id="r", run_dir=Path("r"), bus=bus),
         task="t",
-        run_id="r",
-        run_dir=Path("r"),
-        bus=bus,
         tool_manager_factory=FakeTools().factory,
     )
     assert result.output == "out"

@@ -16,6 +16,7 @@ from devall_cli.engine.runner import RunResult, new_run_id, run_workflow
 from devall_cli.errors import ExitCode, RunFailedError, ServerStartError
 from devall_cli.providers import make_provider
 from devall_cli.providers.base import Provider
+from devall_cli.session import RunSession
 from devall_cli.tools.base import ToolResult
 from tests.unit.engine.builders import (
     Collector,
@@ -66,14 +67,9 @@ class Providers:
 
 
 async def run(flow: Workflow, tools: FakeTools, bus: EventBus, **kwargs: Any) -> RunResult:
+    session = RunSession(flow, run_id="run-1", run_dir=Path("run"), bus=bus)
     return await run_workflow(
-        flow,
-        task="the task",
-        run_id="run-1",
-        run_dir=Path("run"),
-        bus=bus,
-        tool_manager_factory=tools.factory,
-        **kwargs,
+        session, task="the task", tool_manager_factory=tools.factory, **kwargs
     )
 
 

@@ -17,7 +17,8 @@ from tests.servers.fake_llm import FakeLLM
 
 
 async def test_scripted_config_gives_a_scripted_provider() -> None:
-    config = AgentConfig(provider="scripted", name="script", script=(ScriptedTurn(content="hi"),))
+    turns = (ScriptedTurn(content="hi"),)
+    config = AgentConfig(provider="scripted", name="script", provider_config=turns)
     provider = make_provider(config)
     assert isinstance(provider, ScriptedProvider)
     assert (await provider.complete([], [])).content == "hi"

@@ -9,6 +9,7 @@ from typing import Any
 from devall_cli.config.model import Workflow
 from devall_cli.engine.events import EventBus, ServerReadyEvent, ServerStartingEvent
 from devall_cli.engine.runner import RunResult, run_workflow
+from devall_cli.session import RunSession
 from devall_cli.tools.base import AttachmentBlock, TextBlock, ToolResult
 from tests.unit.engine.builders import FakeTools, agent, edge, literal, turn, workflow
 
@@ -74,10 +75,7 @@ async def run_secret_flow(bus: EventBus) -> RunResult:
         )
     )
     return await run_workflow(
-        secret_flow(),
+        RunSession(secret_flow(), run_id="run-1", run_dir=Path("run"), bus=bus),
         task=f"use {SECRET}",
-        run_id="run-1",
-        run_dir=Path("run"),
-        bus=bus,
         tool_manager_factory=tools().factory,
     )

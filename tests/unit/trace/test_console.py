@@ -46,10 +46,10 @@ async def test_normal_trace_shows_nodes_models_tools_and_a_summary() -> None:
     assert "starting db (mcp_remote: http://127.0.0.1:9/mcp?token=***)" in out
     assert "server db ready · db-server · protocol 2025-11-25 · 3 tools · 12 ms" in out
     assert "node intro" in out and "node worker" in out  # rule headers
-    assert "model · round 1" in out
+    assert "model · worker · round 1" in out  # every line names its node
     assert '⇢ lookup {"text": "***", "token": "tok-abc"}' in out
-    assert "tool lookup · function functions/" in out
-    assert "tool query · function functions/" in out and "error (tool_error)" in out
+    assert "tool lookup · worker · function functions/" in out
+    assert "tool query · worker · function functions/" in out and "error (tool_error)" in out
     assert "no such table" in out
     assert "attachment: attachments/plot_image_1.png (image/png, 68 bytes" in out
     assert "✓ node worker ok" in out
@@ -66,7 +66,7 @@ async def test_verbose_trace_shows_everything() -> None:
     assert SECRET not in out
     assert f"row {LONG_LINES - 1}: value {(LONG_LINES - 1) ** 2}" in out
     assert "task: use ***" in out
-    assert "→ model · round 1 · 1 message · tools: lookup, plot, query" in out
+    assert "→ model · worker · round 1 · 1 message · tools: lookup, plot, query" in out
     assert "more lines" not in out
 
 

@@ -11,6 +11,7 @@ from devall_cli.engine.events import EventBus
 from devall_cli.engine.runner import run_workflow
 from devall_cli.errors import RunFailedError
 from devall_cli.redaction import Redactor
+from devall_cli.session import RunSession
 from devall_cli.trace.result import ResultSink, write_result
 from tests.unit.engine.builders import FakeTools, agent, edge, literal, workflow
 from tests.unit.trace.scenario import SECRET, run_secret_flow
@@ -64,11 +65,8 @@ async def test_a_failed_run_still_writes_result_json(tmp_path: Path) -> None:
     bus.subscribe(ResultSink(tmp_path / "result.json", Redactor(), node_ids=["A", "B", "C"]))
     with pytest.raises(RunFailedError):
         await run_workflow(
-            flow,
+            RunSession(flow, run_id="r", run_dir=tmp_path, bus=bus),
             task="t",
-            run_id="r",
-            run_dir=tmp_path,
-            bus=bus,
             tool_manager_factory=FakeTools().factory,
             provider_factory=exploding,
         )

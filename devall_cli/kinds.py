@@ -1,0 +1,76 @@
+"""One registry per kind of pluggable thing: node types, providers, tooling types, edge
+condition types and edge processors.
+
+Each kind is a descriptor object (a frozen dataclass with at least `name` and `summary`) that
+owns its parsing, validation, description and runtime. A module registers its descriptor with
+`REGISTRY.register(...)` when imported; each registry imports its built-in modules the first
+time it is asked, so nothing heavy is loaded before it is needed and no import cycle forms.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping, Sequence
+from typing import Generic, Protocol, TypeVar
+
+
+class Kind(Protocol):
+    """What every descriptor has."""
+
+    @property
+    def name(self) -> str:
+        """The name workflows use (`type: agent`, `provider: openai`)."""
+        ...
+
+    @property
+    def summary(self) -> str:
+        """One line for listings and error messages."""
+        ...
+
+
+K = TypeVar("K", bound=Kind)
+
+
+class Registry(Generic[K]):
+    """Descriptors of one kind by name; built-ins are imported on first use."""
+
+    def __init__(self, what: str, builtins: Sequence[str]) -> None:
+        self.what = what  # "node type", "provider", ...
+        self._builtins = tuple(builtins)
+        self._loaded = False
+        self._kinds: dict[str, K] = {}
+
+    def register(self, kind: K) -> K:
+        """Add (or replace) a descriptor; returns it, so modules can keep a name for it."""
+        self._kinds[kind.name] = kind
+        return kind
+
+    def get(self, name: str) -> K | None:
+        """The descriptor called `name`, or None."""
+        self._load()
+        return self._kinds.get(name)
+
+    def all(self) -> Mapping[str, K]:
+        """Every descriptor by name, in registration order."""
+        self._load()
+        return dict(self._kinds)
+
+    def names(self) -> list[str]:
+        """Every registered name, sorted."""
+        return sorted(self.all())
+
+    def unknown_message(self, name: str) -> str:
+        """`unknown <what> 'x' (known: a, b); did you mean 'y'?`."""
+        from devall_cli.config.schema import suggest
+
+        names = self.names()
+        message = f"unknown {self.what} '{name}' (known: {', '.join(names)})"
+        guess = suggest(name, names)
+        return f"{message}; did you mean '{guess}'?" if guess else message
+
+    def _load(self) -> None:
+        if self._loaded:
+            return
+        self._loaded = True  # first: a built-in module may ask the registry while importing
+        for module in self._builtins:
+            importlib.import_module(module)

@@ -1,0 +1,117 @@
+"""What a node type is (its descriptor), and what a node gets from the run while it runs.
+
+A node type is one module of this package: it parses and validates its `config` block, says
+what the validate summary shows of it, which tooling and subgraphs it uses, and runs one visit
+of a node. The engine never switches on node types; it asks the descriptor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from devall_cli.config.schema import Checker, KeySpec
+from devall_cli.config.yaml_source import KeyPath
+from devall_cli.kinds import Registry
+from devall_cli.messages import Message
+
+if TYPE_CHECKING:
+    from devall_cli.config.model import GraphConfig, NodeConfig, ToolingConfig
+    from devall_cli.engine.events import Event
+    from devall_cli.providers.base import Provider
+    from devall_cli.tools.base import ToolResult, ToolSpec
+
+
+class ToolDispatcher(Protocol):
+    """What nodes need from the ToolManager."""
+
+    async def specs_for(self, node_id: str) -> list[ToolSpec]:
+        """The tools offered to this node's model."""
+        ...
+
+    async def call(self, node_id: str, name: str, arguments: Mapping[str, Any]) -> ToolResult:
+        """Call a tool by final name; tool failures come back as `is_error` results."""
+        ...
+
+
+SubgraphRunner = Callable[["GraphConfig", Sequence[Message], str], Awaitable[list[Message]]]
+
+
+@dataclass
+class NodeRun:
+    """One visit of one node: its inputs and everything it may use from the run around it."""
+
+    node: NodeConfig
+    inputs: list[Message]
+    visit: int  # 1 for the first time the node runs, 2 for the second, ...
+    path: str  # the node's id, prefixed by its subgraph nodes: `outer/inner/node`
+    run_id: str
+    emit: Callable[[Event], None]
+    tools: ToolDispatcher
+    make_provider: Callable[..., Provider]  # (agent config, node state) -> a provider
+    state: dict[str, Any]  # kept across the visits of this node (a loop counter's count)
+    run_dir: Path | None = None
+    workflow_dir: Path | None = None
+    # Runs a graph as a subgraph of this node (the run's servers, secrets and guards apply).
+    run_subgraph: SubgraphRunner | None = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+NodeParser = Callable[[Checker, dict[str, Any], KeyPath], Any]
+NodeRunner = Callable[[NodeRun], Awaitable[list[Message]]]
+
+
+def _no_tooling(settings: Any) -> tuple[ToolingConfig, ...]:
+    return ()
+
+
+def _no_subgraphs(settings: Any) -> tuple[GraphConfig, ...]:
+    return ()
+
+
+def _no_details(settings: Any) -> dict[str, Any]:
+    return {}
+
+
+@dataclass(frozen=True)
+class NodeType:
+    """One node type: how its `config` is read and how a visit runs."""
+
+    name: str
+    summary: str
+    keys: KeySpec  # the keys of its `config` block
+    parse: NodeParser  # settings object, or None after recording issues
+    run: NodeRunner
+    config_required: bool = True  # False: a missing `config` means `{}`
+    tooling: Callable[[Any], tuple[ToolingConfig, ...]] = _no_tooling
+    subgraphs: Callable[[Any], tuple[GraphConfig, ...]] = _no_subgraphs
+    details: Callable[[Any], dict[str, Any]] = _no_details  # extra fields for validate --json
+
+
+def walk_nodes(graph: GraphConfig, prefix: str = "") -> Iterator[tuple[str, NodeConfig]]:
+    """Every node of a graph and of its subgraphs, with its path (`outer/inner/node`)."""
+    for node in graph.nodes:
+        path = prefix + node.id
+        yield path, node
+        kind = NODE_TYPES.get(node.type)
+        if kind is not None:
+            for child in kind.subgraphs(node.config):
+                yield from walk_nodes(child, f"{path}/")
+
+
+def node_tooling(node: NodeConfig) -> tuple[ToolingConfig, ...]:
+    """The tooling entries a node uses (none for most node types)."""
+    kind = NODE_TYPES.get(node.type)
+    return kind.tooling(node.config) if kind is not None else ()
+
+
+NODE_TYPES: Registry[NodeType] = Registry(
+    "node type",
+    (
+        "devall_cli.nodes.agent",
+        "devall_cli.nodes.literal",
+        "devall_cli.nodes.passthrough",
+    ),
+)
