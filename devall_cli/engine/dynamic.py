@@ -134,7 +134,7 @@ class UnitRunner:
         path = unit_path(self.node.path, label)
         unit = dataclasses.replace(
             self.run,
-            inputs=inputs,
+            inputs=[_untagged(message) for message in inputs],
             path=path,
             state=self.node.state.setdefault("dynamic_units", {}).setdefault(label, {}),
             run_subgraph=self.subgraphs(path),
@@ -196,10 +196,16 @@ class UnitRunner:
         )
 
 
+def _untagged(message: Message) -> Message:
+    """The message without the dynamic-edge tag: the tag never leaves the node it came to."""
+    if DYNAMIC_FROM not in message.meta:
+        return message
+    return message.but(meta={k: v for k, v in message.meta.items() if k != DYNAMIC_FROM})
+
+
 def _plain_output(message: Message, node_id: str) -> Message:
     """A unit's output as its node's: from the node, without the dynamic-edge tag."""
-    meta = {k: v for k, v in message.meta.items() if k != DYNAMIC_FROM}
-    return message.but(source=message.source or node_id, meta=meta)
+    return _untagged(message.but(source=message.source or node_id))
 
 
 def _error_text(exc: BaseException) -> str:

@@ -433,9 +433,6 @@ class GraphRun:
             payload = processed
         if edge.dynamic is not None:
             payload = payload.but(meta={**payload.meta, "dynamic_from": source.id})
-        elif "dynamic_from" in payload.meta:  # forwarded by its receiver along a static edge
-            meta = {k: v for k, v in payload.meta.items() if k != "dynamic_from"}
-            payload = payload.but(meta=meta)
         return payload
 
 
