@@ -284,6 +284,31 @@ async def test_a_failing_unit_cancels_the_others_and_fails_the_node() -> None:
     assert tracker(flow, "X").paths() == ["X#1", "X#2"]
 
 
+async def test_cancelling_the_run_cancels_every_running_unit() -> None:
+    flow = workflow(
+        [literal("src", "a\nb\nc"), unit("X", delays=(("", 30.0),))],
+        [edge("src", "X", dynamic=dynamic(max_parallel=2))],
+    )
+    bus = EventBus()
+    events = Collector(bus)
+    running = asyncio.ensure_future(run(flow, bus))
+    for _ in range(500):
+        if tracker(flow, "X").live == 2:
+            break
+        await asyncio.sleep(0.01)
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    finished = {e.node_id: (e.status, e.error) for e in events.of(NodeFinishedEvent)}
+    assert finished == {
+        "src": ("ok", None),
+        "X#1": ("failed", "cancelled"),
+        "X#2": ("failed", "cancelled"),
+        "X": ("failed", "cancelled"),
+    }
+    assert tracker(flow, "X").live == 0
+
+
 async def test_more_units_than_the_limit_fail_the_node(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(limits, "DYNAMIC_UNITS", 2)
     flow = workflow([literal("src", "a\nb\nc"), unit("X")], [edge("src", "X", dynamic=dynamic())])
