@@ -5,6 +5,7 @@ from __future__ import annotations
 from itertools import islice
 from typing import Any
 
+from devall_cli.config.dynamic import DynamicConfig, check_agreement, parse_dynamic
 from devall_cli.config.model import (
     ALWAYS,
     ConditionConfig,
@@ -53,9 +54,9 @@ _EDGE_KEYS = KeySpec(
             "clear_context",
             "clear_kept_context",
             "process",
+            "dynamic",
         }
     ),
-    unsupported={"dynamic": "dynamic edges (map/tree fan-out)"},
 )
 _TYPED_KEYS = KeySpec(known=frozenset({"type", "config"}))
 # Messages about generated graphs of thousands of nodes stay readable and fast to build.
@@ -82,6 +83,7 @@ def parse_graph(ck: Checker, raw: Any, path: KeyPath = ("graph",)) -> GraphConfi
     start = _node_list(ck, graph, "start", path, ids, required=True)
     end = _node_list(ck, graph, "end", path, ids, required=False)
     edges = [] if voting else _edges(ck, graph, path, ids)
+    check_agreement(ck, edges)
     _check_cycle_starts(ck, ids, edges, start, path)
     if nodes is None:
         return None
@@ -219,7 +221,7 @@ def _edges(
 
 
 def parse_edge(ck: Checker, raw: Any, path: KeyPath, ids: dict[str, int]) -> EdgeConfig | None:
-    """One edge: `from`, `to`, `condition`, `process`, and its delivery flags."""
+    """One edge: `from`, `to`, `condition`, `process`, `dynamic`, and its delivery flags."""
     edge = get_mapping(ck, raw, path, "an edge")
     if edge is None:
         return None
@@ -242,13 +244,23 @@ def parse_edge(ck: Checker, raw: Any, path: KeyPath, ids: dict[str, int]) -> Edg
             ("clear_kept_context", False),
         )
     }
+    dynamic = parse_dynamic(ck, edge.get("dynamic"), (*path, "dynamic"))
+    if isinstance(dynamic, DynamicConfig) and not flags["carry_data"]:
+        ck.warning(
+            (*path, "dynamic"),
+            "a dynamic edge with carry_data: false delivers nothing to split",
+            at_key=True,
+        )
     if source is None or target is None or condition is None or process is False:
+        return None
+    if dynamic is False:
         return None
     return EdgeConfig(
         source=source,
         target=target,
         condition=condition,
         process=process if isinstance(process, ProcessorConfig) else None,
+        dynamic=dynamic if isinstance(dynamic, DynamicConfig) else None,
         path=format_path(path),
         **flags,
     )

@@ -12,6 +12,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from devall_cli.config.dynamic import DynamicConfig
 from devall_cli.errors import ConfigIssue
 from devall_cli.redaction import Redactor
 
@@ -266,7 +267,7 @@ class EdgeConfig:
     clear_context: bool = False  # first drop the target's queued messages (not kept ones)
     clear_kept_context: bool = False  # first drop the target's kept messages
     process: ProcessorConfig | None = None
-    dynamic: Any = None  # a DynamicConfig: run the target once per part of the payload
+    dynamic: DynamicConfig | None = None  # run the target once per part of the payload
     path: str = ""
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from devall_cli.config.model import NodeConfig
+from devall_cli.config.placeholders import UNRESOLVED
 from devall_cli.config.schema import (
     Checker,
     KeySpec,
@@ -23,7 +24,8 @@ CHATDEV_NODE_TYPES = frozenset(
 )
 _NODE_KEYS = KeySpec(
     known=frozenset({"id", "type", "config", "description", "context_window", "log_output"}),
-    ignored=frozenset({"input", "output"}),  # ChatDev's undocumented pre-seeded queues
+    # ChatDev's undocumented pre-seeded queues, and `dynamic`, which ChatDev reads on edges only
+    ignored=frozenset({"input", "output", "dynamic"}),
 )
 
 
@@ -33,6 +35,12 @@ def parse_node(ck: Checker, raw: Any, path: KeyPath) -> NodeConfig | None:
     if node is None:
         return None
     check_keys(ck, node, path, _NODE_KEYS)
+    if node.get("dynamic") not in (None, UNRESOLVED):
+        ck.warning(
+            (*path, "dynamic"),
+            "dynamic on a node has no effect (ignored); put it on the edges into the node",
+            at_key=True,
+        )
     node_id = opt_str(ck, node, "id", path, required=True)
     type_name = opt_str(ck, node, "type", path, required=True)
     description = opt_str(ck, node, "description", path)

@@ -322,20 +322,22 @@ class GraphRun:
             state=node.state,
             run_dir=self.env.run_dir,
             workflow_dir=self.env.workflow_dir,
-            run_subgraph=self._subgraph_runner(node),
+            run_subgraph=self._subgraph_runner(node.path),
         )
         dynamic = [link for link in node.incoming if link.config.dynamic is not None]
         if dynamic:
             from devall_cli.engine.dynamic import run_dynamic
 
-            return await run_dynamic(node, run, dynamic)
+            return await run_dynamic(node, run, dynamic, self._subgraph_runner)
         return await node.kind.run(run)
 
-    def _subgraph_runner(self, node: NodeState) -> Any:
+    def _subgraph_runner(self, path: str) -> Any:
+        """Runs subgraphs for the node (or unit of a dynamic node) at `path`."""
+
         async def run_subgraph(
             graph: GraphConfig, task: Sequence[Message], name: str = ""
         ) -> list[Message]:
-            child = GraphRun(graph, self.env, prefix=f"{node.path}/")
+            child = GraphRun(graph, self.env, prefix=f"{path}/")
             outcome = await child.run(task or task_messages(""))
             return list(outcome.messages)
 

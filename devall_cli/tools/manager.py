@@ -15,6 +15,7 @@ from typing import Any
 from devall_cli import limits
 from devall_cli.config.model import Workflow
 from devall_cli.errors import ConfigError, ConfigIssue, DevallError
+from devall_cli.node_paths import declared_path
 from devall_cli.tools.base import (
     RawTool,
     ServerInfo,
@@ -206,12 +207,14 @@ class ToolManager:
     async def specs_for(self, node_id: str) -> list[ToolSpec]:
         """The node's tools in declaration order, prefixed, filtered and checked for duplicates.
 
-        `node_id` is the node's path (`outer/inner` for a node of a subgraph).
+        `node_id` is the node's path (`outer/inner` for a node of a subgraph); a unit of a node
+        run by a dynamic edge (`node#2`) has its node's tools.
         """
+        node_path = declared_path(node_id, self.plan.tooling)
         offered: list[tuple[str, SourcePlan, RawTool]] = []  # (final name, source, tool)
         declared: set[str] = set()
-        for index, tooling in enumerate(self.plan.tooling.get(node_id, ())):
-            plan = self.plan.source(self.plan.entries[(node_id, index)])
+        for index, tooling in enumerate(self.plan.tooling.get(node_path, ())):
+            plan = self.plan.source(self.plan.entries[(node_path, index)])
             for raw in _filter(await self.list_source(plan.id), plan):
                 final = tooling.final_name(raw.name)
                 if final in declared:

@@ -20,6 +20,7 @@ from devall_cli.engine.recorder import (
     TokenCounts,
     ToolStats,
 )
+from devall_cli.node_paths import declared_path
 from devall_cli.redaction import Redactor
 from devall_cli.run_files import write_failure
 from devall_cli.text import clean_text
@@ -82,9 +83,19 @@ def _iso(ts: float) -> str | None:
 
 
 def ordered_nodes(result: RunResult, node_ids: Sequence[str] = ()) -> list[NodeRecord]:
-    """The node records in `node_ids` order (nodes never reached as `not_run`), then the rest."""
+    """The node records in `node_ids` order (nodes never reached as `not_run`), each followed by
+    the units a dynamic edge ran it as (`node#2`), then the rest."""
     by_id = {node.node_id: node for node in result.nodes}
-    ordered = [by_id.pop(n, NodeRecord(n, status="not_run")) for n in node_ids]
+    known = set(node_ids)
+    units: dict[str, list[NodeRecord]] = {}
+    for node_id in list(by_id):
+        declared = declared_path(node_id, known)
+        if declared != node_id and declared in known:
+            units.setdefault(declared, []).append(by_id.pop(node_id))
+    ordered: list[NodeRecord] = []
+    for node_id in node_ids:
+        ordered.append(by_id.pop(node_id, NodeRecord(node_id, status="not_run")))
+        ordered.extend(units.get(node_id, ()))
     return ordered + list(by_id.values())
 
 
