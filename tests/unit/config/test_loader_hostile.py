@@ -306,7 +306,9 @@ def test_messages_about_large_graphs_stay_short_and_fast(tmp_path: Path) -> None
     path = write(tmp_path, f"graph:\n  start: n0\n  nodes:\n{nodes}  edges:\n{edges}")
     started = time.perf_counter()
     errors = errors_of(path)
-    assert time.perf_counter() - started < 5
+    # A bound against quadratic message building (minutes), not a timing target: parsing 2,000
+    # nodes of YAML alone takes seconds on a loaded 2-core machine.
+    assert time.perf_counter() - started < 30
     assert len(errors) == count
     assert errors[0].message == (
         "to names 'n0x', which is not a node id (nodes: n0, n1, n2, n3, n4, n5, n6, n7, n8, n9, "
