@@ -11,19 +11,30 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from devall_cli import limits
+from devall_cli.config.expansion import ExpansionBudget
 from devall_cli.config.model import EMPTY, GraphConfig
 from devall_cli.config.placeholders import UNRESOLVED, PlaceholderResolver
 from devall_cli.config.schema import Checker, KeySpec, check_keys, describe
-from devall_cli.config.yaml_source import KeyPath, load_source
+from devall_cli.config.yaml_source import KeyPath, SourceDocument, load_source
 from devall_cli.errors import ConfigError, ConfigIssue
 from devall_cli.redaction import Redactor, masking
 
 TOP_KEYS = KeySpec(known=frozenset({"version", "vars", "graph"}))
+
+
+@dataclass
+class LoadBudget:
+    """What the files of one load share: each file read once, and how much they may hold."""
+
+    documents: dict[Path, SourceDocument | None] = field(default_factory=dict)
+    inclusions: int = 0
+    values: int = 0  # YAML values of the subgraph files, each inclusion counted
+    expansion: ExpansionBudget = field(default_factory=ExpansionBudget)
 
 
 @dataclass(frozen=True)
@@ -40,6 +51,7 @@ class LoadScope:
     dotenv: Mapping[str, str] = EMPTY
     vars: Mapping[str, Any] = EMPTY  # resolved `vars` of this file laid over inherited ones
     depth: int = 0  # how many subgraphs (inline or file) enclose what is being read
+    budget: LoadBudget = field(default_factory=LoadBudget, compare=False)
 
     @classmethod
     def top(
@@ -114,15 +126,6 @@ def load_subgraph_file(ck: Checker, name: str, path: KeyPath) -> tuple[GraphConf
     assert scope is not None, "the loader sets the scope"
     if not within_limits(ck, path, scope):
         return None
-    count = ck.tally("subgraph files")
-    if count > limits.SUBGRAPH_FILES:
-        if count == limits.SUBGRAPH_FILES + 1:
-            ck.error(
-                path,
-                f"the workflow includes subgraph files more than {limits.SUBGRAPH_FILES} "
-                "times (each inclusion counted)",
-            )
-        return None
     candidates = subgraph_candidates(name, scope)
     found = _existing(candidates)
     if found is None:
@@ -135,13 +138,49 @@ def load_subgraph_file(ck: Checker, name: str, path: KeyPath) -> tuple[GraphConf
         loop = " → ".join([*(shown for _, shown in scope.chain[start:]), display])
         ck.error(path, f"subgraph files include each other in a loop: {loop}")
         return None
-    try:
-        doc = load_source(file, display)
-    except ConfigError as exc:
-        ck.issues.extend(exc.issues or [ConfigIssue(exc.message, file=display)])
+    doc = _document(ck, file, display)
+    if doc is None or not _within_budget(ck, path, scope.budget, doc):
         return None
-    graph = _read_subgraph_document(ck.for_document(doc, scope.including(file, display)))
-    return (graph, display) if graph is not None else None
+    child = ck.for_document(doc, scope.including(file, doc.file))
+    graph = _read_subgraph_document(child)
+    return (graph, doc.file) if graph is not None else None
+
+
+def _document(ck: Checker, file: Path, display: str) -> SourceDocument | None:
+    """The parsed file, read once per load (None if it cannot be); problems are recorded once."""
+    documents = ck.scope.budget.documents if ck.scope is not None else {}
+    if file not in documents:
+        try:
+            documents[file] = load_source(file, display)
+        except ConfigError as exc:
+            documents[file] = None
+            ck.issues.extend(exc.issues or [ConfigIssue(exc.message, file=display)])
+    return documents[file]
+
+
+def _within_budget(ck: Checker, path: KeyPath, budget: LoadBudget, doc: SourceDocument) -> bool:
+    """Count one more inclusion of `doc`; past a limit, an error at the first node too many."""
+    over_before = _over(budget)
+    budget.inclusions += 1
+    budget.values += len(doc.value_positions)
+    reason = _over(budget)
+    if reason is not None and over_before is None:
+        ck.error(path, reason)
+    return reason is None
+
+
+def _over(budget: LoadBudget) -> str | None:
+    if budget.inclusions > limits.SUBGRAPH_FILES:
+        return (
+            f"the workflow includes subgraph files more than {limits.SUBGRAPH_FILES} times "
+            "(each inclusion counted)"
+        )
+    if budget.values > limits.SUBGRAPH_VALUES:
+        return (
+            f"the subgraph files of the workflow hold more than {limits.SUBGRAPH_VALUES} values "
+            "(each inclusion counted)"
+        )
+    return None
 
 
 def within_limits(ck: Checker, path: KeyPath, scope: LoadScope) -> bool:
@@ -188,6 +227,7 @@ def resolve_document(
         environ=scope.environ,
         dotenv=scope.dotenv,
         inherited=scope.vars,
+        budget=scope.budget.expansion,
     )
     own = resolver.resolve_vars()
     resolved = {key: resolver.resolve_tree(value, (key,)) for key, value in body.items()}

@@ -177,6 +177,7 @@ class PlaceholderResolver:
         environ: Mapping[str, str] | None = None,
         dotenv: Mapping[str, str] | None = None,
         inherited: Mapping[str, Any] | None = None,
+        budget: ExpansionBudget | None = None,
     ) -> None:
         self._vars = dict(vars_block or {})
         self._inherited = dict(inherited or {})  # resolved already, by the including file
@@ -188,7 +189,8 @@ class PlaceholderResolver:
         self._stack: list[str] = []
         self._levels = 0  # collections and placeholders being resolved inside each other
         self._walk_depth = 0  # collections the value being resolved sits in
-        self._budget = ExpansionBudget()
+        # shared by the files of one load: subgraph files expand within the workflow's budget
+        self._budget = budget if budget is not None else ExpansionBudget()
         self._budget_spent = False  # reported once; later placeholders fail silently
         self.secrets: set[str] = set()
         # (path, message, severity) of every problem found while walking trees

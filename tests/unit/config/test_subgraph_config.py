@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 
 from devall_cli import limits
+from devall_cli.config import expansion
 from devall_cli.config.loader import load_workflow, validate_workflow
 from devall_cli.config.model import GraphConfig, LiteralConfig, McpLocalConfig, Workflow
+from devall_cli.config.yaml_source import load_source
 from devall_cli.errors import ConfigIssue
 from devall_cli.nodes.base import walk_nodes
 from devall_cli.nodes.subgraph import SubgraphConfig
@@ -399,6 +401,44 @@ def test_inclusions_are_counted_up_to_the_limit(
     assert error.message == (
         "the workflow includes subgraph files more than 4 times (each inclusion counted)"
     )
+
+
+def test_values_of_included_files_are_counted_up_to_the_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    leaf = write(tmp_path / "leaf.yaml", LITERAL_GRAPH % "leaf")
+    per_inclusion = len(load_source(leaf, "leaf.yaml").value_positions)
+    monkeypatch.setattr(limits, "SUBGRAPH_VALUES", 3 * per_inclusion)
+    nodes = "".join(file_node("leaf.yaml", f"n{i}") for i in range(6))
+    flow = write(tmp_path / "flow.yaml", top(nodes, start="n0"))
+    (error,) = errors_of(flow)
+    assert error.path == "graph.nodes[3].config.config.path"
+    assert error.message == (
+        f"the subgraph files of the workflow hold more than {3 * per_inclusion} values "
+        "(each inclusion counted)"
+    )
+
+
+def test_placeholders_of_all_files_share_one_expansion_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(expansion, "MAX_EXPANDED_CHARS", 100)
+    write(tmp_path / "leaf.yaml", "vars: {X: '%s'}\n" % ("x" * 40) + LITERAL_GRAPH % "${X}")
+    nodes = "".join(file_node("leaf.yaml", f"n{i}") for i in range(3))
+    flow = write(tmp_path / "flow.yaml", top(nodes, start="n0"))
+    (error,) = errors_of(flow)
+    assert error.file == str(tmp_path / "leaf.yaml")
+    assert "placeholders expand the workflow beyond 100 characters" in error.message
+    write(tmp_path / "flow.yaml", top(file_node("leaf.yaml"), start="sub"))
+    assert load(flow)
+
+
+def test_a_broken_file_included_many_times_is_read_and_reported_once(tmp_path: Path) -> None:
+    nodes = "".join(file_node("broken.yaml", f"n{i}") for i in range(3))
+    flow = write(tmp_path / "flow.yaml", top(nodes, start="n0"))
+    write(tmp_path / "broken.yaml", "graph: {start: x\n")
+    workflow, issues = validate_workflow(flow, environ={})
+    assert workflow is None and len(issues) == 1
 
 
 # --- secrets, tooling ------------------------------------------------------------------------
