@@ -18,6 +18,9 @@ TASK_BYTES = 10 * MB  # the task of `devall run --task-file PATH|-`
 MODEL_REPLY_BYTES = 10 * MB  # the body of one model endpoint answer, after decompression
 BASE64_BYTES = 50 * MB  # base64 content of one binary tool result block (not decoded past it)
 DYNAMIC_UNITS = 10_000  # units one visit of a node splits its dynamic-edge input into
+SUBGRAPH_DEPTH = 16  # subgraphs inside subgraphs (inline or file), counted from the workflow
+SUBGRAPH_FILES = 256  # subgraph files one workflow includes, each inclusion counted
+SUBGRAPH_VALUES = 200_000  # YAML values of those files together, each inclusion counted
 
 # Cut past the limit, with a marker saying how much was kept.
 TOOL_RESULT_CHARS = 1_000_000  # text of one tool result kept for the trace, logs and the model

@@ -79,6 +79,7 @@ def validation_document(workflow: Workflow | None, issues: Iterable[ConfigIssue]
         "ok": workflow is not None,
         "issues": [
             {
+                "file": issue.file,
                 "path": issue.path,
                 "line": issue.line,
                 "col": issue.col,
@@ -132,6 +133,10 @@ def render_summary(workflow: Workflow, shown_path: str) -> str:
     width = max(len(node["id"]) for node in summary["nodes"])
     for node in summary["nodes"]:
         detail = f" ({node['provider']}: {node['model']})" if "provider" in node else ""
+        if node.get("subgraph") == "file":
+            detail = f" (file: {node['file']})"
+        elif node.get("subgraph") == "config":
+            detail = " (inline)"
         lines.append(f"  {node['id']:<{width}}  {node['type']}{detail}")
         for tool in node["tooling"]:
             prefix = f" prefix={tool['prefix']}" if tool["prefix"] else ""

@@ -65,8 +65,14 @@ _SHOWN_CYCLE = 12  # nodes of a cycle written out in full
 _GUESSES = 100  # "did you mean" lookups per file: each compares the name with every node id
 
 
-def parse_graph(ck: Checker, raw: Any, path: KeyPath = ("graph",)) -> GraphConfig | None:
-    """The whole graph; every problem is recorded, None when the graph is unusable."""
+def parse_graph(
+    ck: Checker, raw: Any, path: KeyPath = ("graph",), *, start_required: bool = True
+) -> GraphConfig | None:
+    """The whole graph; every problem is recorded, None when the graph is unusable.
+
+    Without `start_required` (an inline subgraph), a missing `start` means every node that no
+    edge leads to.
+    """
     if raw is None:
         ck.error(path, "graph is required: a mapping with start, nodes and edges")
         return None
@@ -80,10 +86,12 @@ def parse_graph(ck: Checker, raw: Any, path: KeyPath = ("graph",)) -> GraphConfi
     description = opt_str(ck, graph, "description", path)
     voting = opt_bool(ck, graph, "is_majority_voting", path, False)
     nodes, ids = _nodes(ck, graph, path)
-    start = _node_list(ck, graph, "start", path, ids, required=True)
+    start = _node_list(ck, graph, "start", path, ids, required=start_required)
     end = _node_list(ck, graph, "end", path, ids, required=False)
     edges = [] if voting else _edges(ck, graph, path, ids)
     check_agreement(ck, edges)
+    if not start and graph.get("start") in (None, []) and not start_required:
+        start = _entry_nodes(ck, graph, path, ids, edges)
     _check_cycle_starts(ck, ids, edges, start, path)
     if nodes is None:
         return None
@@ -177,6 +185,27 @@ def _node_list(
         elif _known_node(ck, name, (*here, index), ids, key):
             result[name] = None
     return tuple(result)
+
+
+def _entry_nodes(
+    ck: Checker,
+    graph: dict[str, Any],
+    path: KeyPath,
+    ids: dict[str, int],
+    edges: list[tuple[EdgeConfig, KeyPath]],
+) -> tuple[str, ...]:
+    """The nodes no edge leads to, in declaration order: the start of a graph without one."""
+    if not ids or graph.get("edges") is UNRESOLVED:
+        return ()
+    targets = {edge.target for edge, _ in edges}
+    entries = tuple(node for node in ids if node not in targets)
+    if not entries:  # edges that failed to parse could only have added entries
+        ck.error(
+            (*path, "start"),
+            "start is required here: every node of this graph has an incoming edge, so none "
+            "can be taken as the start",
+        )
+    return entries
 
 
 def _known_node(ck: Checker, name: str, path: KeyPath, ids: dict[str, int], what: str) -> bool:

@@ -14,14 +14,19 @@ from typing import Any
 
 from devall_cli.config.dotenv import load_dotenv_files
 from devall_cli.config.graph_checks import parse_graph
+from devall_cli.config.includes import (
+    TOP_KEYS,
+    LoadScope,
+    check_version,
+    resolve_document,
+    vars_block,
+)
 from devall_cli.config.model import Workflow, frozen_mapping
-from devall_cli.config.placeholders import UNRESOLVED, PlaceholderResolver
-from devall_cli.config.schema import Checker, KeySpec, check_keys, describe
+from devall_cli.config.placeholders import UNRESOLVED
+from devall_cli.config.schema import Checker, check_keys
 from devall_cli.config.yaml_source import SourceDocument, cut_line, load_source
 from devall_cli.errors import ConfigError, ConfigIssue
 from devall_cli.redaction import MASK, Redactor, masking
-
-_TOP_KEYS = KeySpec(known=frozenset({"version", "vars", "graph"}))
 
 
 def load_workflow(
@@ -75,23 +80,19 @@ def _build(
     top: dict[str, Any] = doc.data
     ck = Checker(doc, workflow_dir=file_path.parent, environ=environ)
     dotenv = load_dotenv_files(file_path.parent, Path.cwd(), env_file)
-    check_keys(ck, top, (), _TOP_KEYS)
-    resolver = PlaceholderResolver(
-        vars_block=_vars_block(ck, top), cli_vars=cli_vars, environ=environ, dotenv=dotenv.values
+    ck.scope = LoadScope.top(
+        file_path, doc.file, cli_vars=cli_vars, environ=environ, dotenv=dotenv.values
     )
-    resolved_vars = resolver.resolve_vars()
-    resolved = {
-        key: resolver.resolve_tree(value, (key,)) for key, value in top.items() if key != "vars"
-    }
-    version = _version(ck, resolved.get("version"))
-    with masking(Redactor(resolver.secrets)):  # values quoted in messages are masked, then cut
+    check_keys(ck, top, (), TOP_KEYS)
+    body = {key: value for key, value in top.items() if key != "vars"}
+    resolved_vars, resolved = resolve_document(ck, vars_block(ck, top), body)
+    version = check_version(ck, resolved.get("version"))
+    with masking(Redactor(ck.secrets)):  # values quoted in messages are masked, then cut
         graph = parse_graph(ck, resolved.get("graph"))
     # The agents' default key comes from the environment: masked even though no file names it.
-    redactor = Redactor([*resolver.secrets, *ck.secrets, environ.get("OPENAI_API_KEY", "")])
-    placeholder_issues = [doc.issue(p, text, severity=sev) for p, text, sev in resolver.issues]
+    redactor = Redactor([*ck.secrets, environ.get("OPENAI_API_KEY", "")])
     issues = [
-        mask_issue(issue, redactor)
-        for issue in _ordered(doc, [*dotenv.issues, *placeholder_issues, *ck.issues])
+        mask_issue(issue, redactor) for issue in _ordered(doc, [*dotenv.issues, *ck.issues])
     ]
     if graph is None or any(issue.severity == "error" for issue in issues):
         return None, issues
@@ -107,28 +108,16 @@ def _build(
     return workflow, issues
 
 
-def _vars_block(ck: Checker, top: dict[str, Any]) -> dict[str, Any] | None:
-    vars_block = top.get("vars")
-    if vars_block is None or isinstance(vars_block, dict):
-        return vars_block
-    ck.error(("vars",), f"vars must be a mapping of names to values, got {describe(vars_block)}")
-    return None
-
-
-def _version(ck: Checker, value: Any) -> str | None:
-    if value is None or value is UNRESOLVED:
-        return None
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return str(value)  # `version: 1.0` reads as a number; it is only informational
-    if not isinstance(value, str):
-        ck.error(("version",), f"version must be text, got {describe(value)}")
-        return None
-    return str(value)
-
-
 def _ordered(doc: SourceDocument, issues: Iterable[ConfigIssue]) -> list[ConfigIssue]:
-    """Issues of other files (.env) first, then the workflow's in reading order."""
-    return sorted(issues, key=lambda i: (i.file == doc.file, i.line, i.col))
+    """Issues of other files (.env, subgraph files) first, each file's in reading order.
+
+    A subgraph file included twice reports its problems once.
+    """
+    unique = list(dict.fromkeys(issues))
+    first: dict[str, int] = {}
+    for index, issue in enumerate(unique):
+        first.setdefault(issue.file, index)
+    return sorted(unique, key=lambda i: (i.file == doc.file, first[i.file], i.line, i.col))
 
 
 def _plain(value: Any) -> Any:

@@ -1,8 +1,9 @@
 """`${NAME}` placeholders: parsing, lookup order, `vars` recursion with cycle detection, secrets.
 
-Lookup order for NAME: `--var` flags → `vars` (itself resolved recursively) → process
-environment → `.env` values. A `vars` entry that refers to its own name (`API_KEY: ${API_KEY}`)
-skips `vars` for that name, so it reads the environment instead of being a cycle.
+Lookup order for NAME: `--var` flags → `vars` (itself resolved recursively) → the values a
+subgraph file inherits from the files that include it → process environment → `.env` values.
+A `vars` entry that refers to its own name (`API_KEY: ${API_KEY}`) skips `vars` for that name,
+so it reads the inherited value or the environment instead of being a cycle.
 """
 
 from __future__ import annotations
@@ -175,8 +176,11 @@ class PlaceholderResolver:
         cli_vars: Mapping[str, str] | None = None,
         environ: Mapping[str, str] | None = None,
         dotenv: Mapping[str, str] | None = None,
+        inherited: Mapping[str, Any] | None = None,
+        budget: ExpansionBudget | None = None,
     ) -> None:
         self._vars = dict(vars_block or {})
+        self._inherited = dict(inherited or {})  # resolved already, by the including file
         self._cli = dict(cli_vars or {})
         self._environ = dict(environ or {})
         self._dotenv = dict(dotenv or {})
@@ -185,7 +189,8 @@ class PlaceholderResolver:
         self._stack: list[str] = []
         self._levels = 0  # collections and placeholders being resolved inside each other
         self._walk_depth = 0  # collections the value being resolved sits in
-        self._budget = ExpansionBudget()
+        # shared by the files of one load: subgraph files expand within the workflow's budget
+        self._budget = budget if budget is not None else ExpansionBudget()
         self._budget_spent = False  # reported once; later placeholders fail silently
         self.secrets: set[str] = set()
         # (path, message, severity) of every problem found while walking trees
@@ -345,6 +350,8 @@ class PlaceholderResolver:
         current = self._stack[-1] if self._stack else None
         if name in self._vars and name != current:
             return True, self._resolve_var(name)
+        if name in self._inherited:
+            return True, self._inherited[name]
         if name in self._environ:
             return True, TextValue(clean_text(self._environ[name]))
         if name in self._dotenv:

@@ -14,13 +14,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from devall_cli.config.placeholders import UNRESOLVED, TextValue
 from devall_cli.config.yaml_source import KeyPath, SourceDocument, format_path
 from devall_cli.errors import ConfigIssue
 from devall_cli.redaction import is_secret_name, preview, url_credentials
+
+if TYPE_CHECKING:
+    from devall_cli.config.includes import LoadScope
 
 _TRUE_WORDS = frozenset({"true", "yes", "on"})
 _FALSE_WORDS = frozenset({"false", "no", "off"})
@@ -45,6 +48,26 @@ class Checker:
         # tool names known without starting a server (function tools), by tooling entry path
         self.static_tool_names: dict[KeyPath, list[str]] = {}
         self._counts: dict[str, int] = {}
+        # the file being read, the files including it and the vars it sees (subgraph files)
+        self.scope: LoadScope | None = None
+
+    @property
+    def file_dir(self) -> Path:
+        """The folder of the file being read (a subgraph file's own, not the workflow's)."""
+        return self.scope.file.parent if self.scope is not None else self.workflow_dir
+
+    def for_document(self, doc: SourceDocument, scope: LoadScope) -> Checker:
+        """A checker for another file read in the same load (a subgraph file).
+
+        Its issues (located in `doc`), secrets and counts go to the same collections as this
+        checker's, so one load reports every problem of every file and masks every secret.
+        """
+        child = Checker(doc, workflow_dir=self.workflow_dir, environ=self.environ)
+        child.issues = self.issues
+        child.secrets = self.secrets
+        child._counts = self._counts
+        child.scope = scope
+        return child
 
     def error(self, path: KeyPath, message: str, *, at_key: bool = False) -> None:
         """Record an error at `path`."""

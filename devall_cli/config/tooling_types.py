@@ -147,7 +147,7 @@ def _cwd(ck: Checker, config: dict[str, Any], path: KeyPath) -> str | None:
     cwd = opt_str(ck, config, "cwd", path)
     if cwd is None or not cwd.strip():
         return None
-    resolved = (ck.workflow_dir / os.path.expanduser(cwd.strip())).resolve()
+    resolved = (ck.file_dir / os.path.expanduser(cwd.strip())).resolve()
     if not resolved.is_dir():
         ck.warning((*path, "cwd"), f"cwd {resolved} is not a directory; the server will not start")
     return str(resolved)

@@ -59,6 +59,16 @@ class RunEnv:
     max_steps: int = DEFAULT_MAX_STEPS
     steps: int = 0
     serial: asyncio.Lock = field(default_factory=asyncio.Lock)  # nodes that run one at a time
+    visits: dict[str, int] = field(default_factory=dict)  # node path -> visits so far
+
+    def next_visit(self, path: str) -> int:
+        """The run-wide number of this visit of the node at `path` (1 for the first).
+
+        Counted per run, not per graph run: each visit of a subgraph node runs a fresh copy
+        of its graph, and the visits of its nodes go on counting across those copies.
+        """
+        self.visits[path] = self.visits.get(path, 0) + 1
+        return self.visits[path]
 
     def emit(self, event: Event) -> None:
         """Publish an event of this run."""
@@ -278,7 +288,7 @@ class GraphRun:
         node.reset_triggers()
         self.env.take_step(node.path)
         node.visits += 1
-        visit = node.visits
+        visit = self.env.next_visit(node.path)
         self.env.emit(
             NodeStartedEvent(
                 run_id=self.env.run_id,

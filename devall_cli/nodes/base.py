@@ -113,5 +113,6 @@ NODE_TYPES: Registry[NodeType] = Registry(
         "devall_cli.nodes.agent",
         "devall_cli.nodes.literal",
         "devall_cli.nodes.passthrough",
+        "devall_cli.nodes.subgraph",
     ),
 )

@@ -270,6 +270,7 @@ def test_json_for_an_invalid_workflow() -> None:
     assert document["summary"] is None
     assert len(document["issues"]) == 5
     assert document["issues"][0] == {
+        "file": str(path),
         "path": "graph.nodes[0].config.name",
         "line": 11,
         "col": 7,
@@ -285,7 +286,14 @@ def test_json_when_the_file_cannot_be_read(tmp_path: Path) -> None:
     assert document == {
         "ok": False,
         "issues": [
-            {"path": "", "line": 0, "col": 0, "message": "no such file", "severity": "error"}
+            {
+                "file": str(tmp_path / "missing.yaml"),
+                "path": "",
+                "line": 0,
+                "col": 0,
+                "message": "no such file",
+                "severity": "error",
+            }
         ],
         "summary": None,
     }

@@ -1,0 +1,260 @@
+"""Workflow files that include other workflow files (subgraph files), and what each file sees.
+
+Every file is read in a `LoadScope`: which file it is, the chain of files that include it, how
+deep it sits in subgraphs, and the `vars` it inherits. A subgraph file's relative path is looked
+up beside the file that names it first, then beside the top-level workflow. The file may be a
+whole workflow (`vars` and `graph`) or a bare graph; its `vars` are laid over the inherited ones.
+A file that includes itself, directly or through other files, is a config error naming the chain.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from devall_cli import limits
+from devall_cli.config.expansion import ExpansionBudget
+from devall_cli.config.model import EMPTY, GraphConfig
+from devall_cli.config.placeholders import UNRESOLVED, PlaceholderResolver
+from devall_cli.config.schema import Checker, KeySpec, check_keys, describe
+from devall_cli.config.yaml_source import KeyPath, SourceDocument, load_source
+from devall_cli.errors import ConfigError, ConfigIssue
+from devall_cli.redaction import Redactor, masking
+
+TOP_KEYS = KeySpec(known=frozenset({"version", "vars", "graph"}))
+
+
+@dataclass
+class LoadBudget:
+    """What the files of one load share: each file read once, and how much they may hold."""
+
+    documents: dict[Path, SourceDocument | None] = field(default_factory=dict)
+    inclusions: int = 0
+    values: int = 0  # YAML values of the subgraph files, each inclusion counted
+    expansion: ExpansionBudget = field(default_factory=ExpansionBudget)
+
+
+@dataclass(frozen=True)
+class LoadScope:
+    """Where a file being read sits: the file, who includes it, and the values it sees."""
+
+    file: Path  # absolute
+    display: str  # the path as messages show it
+    root_dir: Path  # the top-level workflow's folder
+    root_display: str  # that folder as messages show it ('' for the current folder)
+    chain: tuple[tuple[Path, str], ...]  # (file, display) from the top-level file to this one
+    cli_vars: Mapping[str, str] = EMPTY
+    environ: Mapping[str, str] = EMPTY
+    dotenv: Mapping[str, str] = EMPTY
+    vars: Mapping[str, Any] = EMPTY  # resolved `vars` of this file laid over inherited ones
+    depth: int = 0  # how many subgraphs (inline or file) enclose what is being read
+    budget: LoadBudget = field(default_factory=LoadBudget, compare=False)
+
+    @classmethod
+    def top(
+        cls,
+        file: Path,
+        display: str,
+        *,
+        cli_vars: Mapping[str, str],
+        environ: Mapping[str, str],
+        dotenv: Mapping[str, str],
+    ) -> LoadScope:
+        """The scope of the workflow file devall was given."""
+        return cls(
+            file=file,
+            display=display,
+            root_dir=file.parent,
+            root_display=os.path.dirname(display),
+            chain=((file, display),),
+            cli_vars=cli_vars,
+            environ=environ,
+            dotenv=dotenv,
+        )
+
+    def nested(self) -> LoadScope:
+        """The scope one subgraph deeper in the same file (an inline subgraph)."""
+        return replace(self, depth=self.depth + 1)
+
+    def including(self, file: Path, display: str) -> LoadScope:
+        """The scope of a subgraph file this file includes (its own `vars` come later)."""
+        return replace(
+            self,
+            file=file,
+            display=display,
+            chain=(*self.chain, (file, display)),
+            depth=self.depth + 1,
+        )
+
+
+def subgraph_candidates(name: str, scope: LoadScope) -> list[tuple[Path, str]]:
+    """Where a subgraph file may be, in order: (path, path as shown)."""
+    if os.path.isabs(name):
+        return [(Path(name), name)]
+    places = [
+        (scope.file.parent / name, os.path.join(os.path.dirname(scope.display), name)),
+        (scope.root_dir / name, os.path.join(scope.root_display, name)),
+    ]
+    result: list[tuple[Path, str]] = []
+    for path, display in places:
+        if all(path != seen for seen, _ in result):
+            result.append((path, os.path.normpath(display)))
+    return result
+
+
+def _existing(candidates: list[tuple[Path, str]]) -> tuple[Path, str] | None:
+    """The first candidate that is a regular file (pipes and devices are not read), resolved."""
+    for path, display in candidates:
+        try:
+            if path.is_file():
+                return path.resolve(), display
+        except (OSError, ValueError, RuntimeError):  # a NUL byte, a too long name, a link loop
+            continue
+    return None
+
+
+def load_subgraph_file(ck: Checker, name: str, path: KeyPath) -> tuple[GraphConfig, str] | None:
+    """Find, read and check the subgraph file `name` named at `path`: (graph, file as shown).
+
+    Every problem is recorded: in the including file (not found, a loop, a limit) or located in
+    the subgraph file itself. None when the graph is unusable.
+    """
+    scope = ck.scope
+    assert scope is not None, "the loader sets the scope"
+    if not within_limits(ck, path, scope):
+        return None
+    candidates = subgraph_candidates(name, scope)
+    found = _existing(candidates)
+    if found is None:
+        tried = ", ".join(display for _, display in candidates)
+        ck.error(path, f"subgraph file '{name}' not found (tried: {tried})")
+        return None
+    file, display = found
+    if any(file == seen for seen, _ in scope.chain):
+        start = next(i for i, (seen, _) in enumerate(scope.chain) if seen == file)
+        loop = " → ".join([*(shown for _, shown in scope.chain[start:]), display])
+        ck.error(path, f"subgraph files include each other in a loop: {loop}")
+        return None
+    doc = _document(ck, file, display)
+    if doc is None or not _within_budget(ck, path, scope.budget, doc):
+        return None
+    child = ck.for_document(doc, scope.including(file, doc.file))
+    graph = _read_subgraph_document(child)
+    return (graph, doc.file) if graph is not None else None
+
+
+def _document(ck: Checker, file: Path, display: str) -> SourceDocument | None:
+    """The parsed file, read once per load (None if it cannot be); problems are recorded once."""
+    documents = ck.scope.budget.documents if ck.scope is not None else {}
+    if file not in documents:
+        try:
+            documents[file] = load_source(file, display)
+        except ConfigError as exc:
+            documents[file] = None
+            ck.issues.extend(exc.issues or [ConfigIssue(exc.message, file=display)])
+    return documents[file]
+
+
+def _within_budget(ck: Checker, path: KeyPath, budget: LoadBudget, doc: SourceDocument) -> bool:
+    """Count one more inclusion of `doc`; past a limit, an error at the first node too many."""
+    over_before = _over(budget)
+    budget.inclusions += 1
+    budget.values += len(doc.value_positions)
+    reason = _over(budget)
+    if reason is not None and over_before is None:
+        ck.error(path, reason)
+    return reason is None
+
+
+def _over(budget: LoadBudget) -> str | None:
+    if budget.inclusions > limits.SUBGRAPH_FILES:
+        return (
+            f"the workflow includes subgraph files more than {limits.SUBGRAPH_FILES} times "
+            "(each inclusion counted)"
+        )
+    if budget.values > limits.SUBGRAPH_VALUES:
+        return (
+            f"the subgraph files of the workflow hold more than {limits.SUBGRAPH_VALUES} values "
+            "(each inclusion counted)"
+        )
+    return None
+
+
+def within_limits(ck: Checker, path: KeyPath, scope: LoadScope) -> bool:
+    """Whether one more subgraph level fits; records the error when it does not."""
+    if scope.depth < limits.SUBGRAPH_DEPTH:
+        return True
+    ck.error(path, f"subgraphs are nested more than {limits.SUBGRAPH_DEPTH} levels deep")
+    return False
+
+
+def _read_subgraph_document(ck: Checker) -> GraphConfig | None:
+    """A subgraph file: a whole workflow (`graph:` and `vars:`) or a bare graph."""
+    from devall_cli.config.graph_checks import parse_graph  # graph_checks reaches node types
+
+    data: dict[str, Any] = ck.doc.data
+    whole = "graph" in data
+    if whole:
+        check_keys(ck, data, (), TOP_KEYS)
+        body = {key: value for key, value in data.items() if key != "vars"}
+    else:  # the graph's keys at the top; `vars` and `version` may sit beside them
+        body = {key: value for key, value in data.items() if key not in ("vars", "version")}
+    _, resolved = resolve_document(ck, vars_block(ck, data), body)
+    if whole:
+        check_version(ck, resolved.get("version"))
+    with masking(Redactor(ck.secrets)):
+        if whole:
+            return parse_graph(ck, resolved.get("graph"), ("graph",))
+        return parse_graph(ck, resolved, ())
+
+
+def resolve_document(
+    ck: Checker, declared: Mapping[str, Any] | None, body: Mapping[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the file's resolved `vars`, `body` resolved): `body` holds its other top-level keys.
+
+    Problems are recorded in the file; secrets go to the checker; the scope's `vars` become the
+    file's own laid over the inherited ones, for the subgraph files it includes.
+    """
+    scope = ck.scope
+    assert scope is not None, "the loader sets the scope"
+    resolver = PlaceholderResolver(
+        vars_block=declared,
+        cli_vars=scope.cli_vars,
+        environ=scope.environ,
+        dotenv=scope.dotenv,
+        inherited=scope.vars,
+        budget=scope.budget.expansion,
+    )
+    own = resolver.resolve_vars()
+    resolved = {key: resolver.resolve_tree(value, (key,)) for key, value in body.items()}
+    ck.secrets.update(resolver.secrets)
+    for where, text, severity in resolver.issues:
+        ck.issues.append(ck.doc.issue(where, text, severity=severity))
+    seen = {**scope.vars, **{k: v for k, v in own.items() if v is not UNRESOLVED}}
+    ck.scope = replace(scope, vars=seen)
+    return own, resolved
+
+
+def vars_block(ck: Checker, top: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The file's `vars` mapping (an error if it is something else)."""
+    value = top.get("vars")
+    if value is None or isinstance(value, dict):
+        return value
+    ck.error(("vars",), f"vars must be a mapping of names to values, got {describe(value)}")
+    return None
+
+
+def check_version(ck: Checker, value: Any) -> str | None:
+    """`version` as text (a number is read as text; it is only informational)."""
+    if value is None or value is UNRESOLVED:
+        return None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    if not isinstance(value, str):
+        ck.error(("version",), f"version must be text, got {describe(value)}")
+        return None
+    return str(value)
