@@ -16,6 +16,7 @@ takes the most common answer.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -58,11 +59,19 @@ class RunEnv:
     workflow_dir: Path | None = None
     max_steps: int = DEFAULT_MAX_STEPS
     steps: int = 0
-    serial: asyncio.Lock = field(default_factory=asyncio.Lock)  # nodes that run one at a time
+    extras: dict[str, Any] = field(default_factory=dict)  # NodeRun.extras, run-wide
+    # One lock per serial node type (human, python): their visits run one at a time.
+    serial: dict[str, asyncio.Lock] = field(default_factory=dict)
 
     def emit(self, event: Event) -> None:
         """Publish an event of this run."""
         self.bus.emit(event)
+
+    def serial_lock(self, kind: NodeType) -> contextlib.AbstractAsyncContextManager[Any]:
+        """Held while a node of `kind` runs: its type's lock if the type is serial."""
+        if not kind.serial:
+            return contextlib.nullcontext()
+        return self.serial.setdefault(kind.name, asyncio.Lock())
 
     def take_step(self, path: str) -> None:
         """Count one node visit; past `max_steps` the run ends (a loop that never exits)."""
@@ -289,7 +298,8 @@ class GraphRun:
         )
         started = time.monotonic()
         try:
-            outputs = await self._produce(node, inputs, visit)
+            async with self.env.serial_lock(node.kind):
+                outputs = await self._produce(node, inputs, visit)
         except BaseException as exc:
             error = "cancelled" if isinstance(exc, asyncio.CancelledError) else _message(exc)
             self._finished(node, visit, "failed", [], started, error)
@@ -323,6 +333,7 @@ class GraphRun:
             run_dir=self.env.run_dir,
             workflow_dir=self.env.workflow_dir,
             run_subgraph=self._subgraph_runner(node),
+            extras=self.env.extras,
         )
         dynamic = [link for link in node.incoming if link.config.dynamic is not None]
         if dynamic:
