@@ -114,7 +114,9 @@ NODE_TYPES: Registry[NodeType] = Registry(
     "node type",
     (
         "devall_cli.nodes.agent",
+        "devall_cli.nodes.human",
         "devall_cli.nodes.literal",
         "devall_cli.nodes.passthrough",
+        "devall_cli.nodes.python",
     ),
 )
