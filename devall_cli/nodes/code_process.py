@@ -31,6 +31,7 @@ CHUNK = 64 * 1024
 REAP_WAIT = 2.0  # seconds to wait for the kernel to finish a SIGKILL
 DRAIN_WAIT = 1.0  # seconds to read the last output once the group is gone
 TRACK_INTERVAL = 0.5  # seconds between looks for helpers that left the group
+POLL = 0.02  # seconds between looks at whether the child exited
 
 
 @dataclass(frozen=True)
@@ -115,11 +116,8 @@ async def _supervise(
         asyncio.create_task(_pump(proc.stderr, err)),
     ]
     tracker = asyncio.create_task(_track(proc.pid))
-    timed_out = False
     try:
-        await asyncio.wait_for(proc.wait(), timeout)
-    except TimeoutError:
-        timed_out = True
+        timed_out = not await _exited(proc, timeout)
     finally:
         # Ended, timed out or cancelled: nothing of the script's process group may live on.
         tracker.cancel()
@@ -135,6 +133,21 @@ async def _supervise(
     status = "ok" if code == 0 else "failed"
     error = None if code == 0 else "Script execution failed"
     return ScriptOutcome(status, out.text(), err.text(), code, error)
+
+
+async def _exited(proc: asyncio.subprocess.Process, timeout: float) -> bool:
+    """Whether the child exited within `timeout` seconds.
+
+    Not `proc.wait()`: that also waits for the pipes to close, which a process the script
+    left running in the background keeps open.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while proc.returncode is None:
+        if loop.time() >= deadline:
+            return False
+        await asyncio.sleep(POLL)
+    return True
 
 
 async def _pump(stream: asyncio.StreamReader, sink: CappedText) -> None:
@@ -154,8 +167,8 @@ async def _end_group(proc: asyncio.subprocess.Process, readers: list[asyncio.Tas
     """SIGKILL what is left of the group, reap the child, read the last output, forget it."""
     track_descendants(proc.pid)
     signal_tree(proc.pid, signal.SIGKILL)
-    with contextlib.suppress(TimeoutError, asyncio.CancelledError):
-        await asyncio.wait_for(asyncio.shield(proc.wait()), REAP_WAIT)
+    with contextlib.suppress(asyncio.CancelledError):
+        await _exited(proc, REAP_WAIT)
     # The pipes close once every holder is gone; a helper that escaped may hold them open.
     with contextlib.suppress(asyncio.CancelledError):
         await asyncio.wait(readers, timeout=DRAIN_WAIT)
