@@ -336,7 +336,11 @@ def test_validate_never_runs_code(tmp_path: Path) -> None:
     assert (code, out) == (0, "interpreted\n") and marker.exists()  # run does run it
 
 
-@pytest.mark.parametrize(("signum", "exit_code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+@pytest.mark.parametrize(
+    ("signum", "exit_code"),
+    [(signal.SIGINT, 130), (signal.SIGTERM, 143)],
+    ids=["SIGINT", "SIGTERM"],
+)
 def test_a_signal_during_a_script_kills_its_process_group(
     tmp_path: Path, signum: int, exit_code: int
 ) -> None:
