@@ -15,6 +15,7 @@ MB = 1024 * 1024
 WORKFLOW_FILE_BYTES = 10 * MB  # a workflow YAML file (the largest real ones are a few 100 kB)
 ENV_FILE_BYTES = 1 * MB  # one `.env` file (KEY=VALUE lines)
 TASK_BYTES = 10 * MB  # the task of `devall run --task-file PATH|-`
+ANSWERS_FILE_BYTES = 10 * MB  # the replies file of `devall run --answers FILE`
 MODEL_REPLY_BYTES = 10 * MB  # the body of one model endpoint answer, after decompression
 BASE64_BYTES = 50 * MB  # base64 content of one binary tool result block (not decoded past it)
 DYNAMIC_UNITS = 10_000  # units one visit of a node splits its dynamic-edge input into
@@ -24,6 +25,7 @@ SUBGRAPH_VALUES = 200_000  # YAML values of those files together, each inclusion
 
 # Cut past the limit, with a marker saying how much was kept.
 TOOL_RESULT_CHARS = 1_000_000  # text of one tool result kept for the trace, logs and the model
+CODE_OUTPUT_CHARS = 1_000_000  # stdout, and stderr, of one visit of a `python` node
 STDIO_LINE_BYTES = 16 * MB  # one line a local server writes on stdout or stderr (dropped)
 SERVER_LOG_BYTES = 10 * MB  # servers/<id>.log; then it moves to <id>.log.1 and starts afresh
 MODEL_ERROR_BODY_BYTES = 64 * 1024  # what is read of an error answer, to quote its message

@@ -6,7 +6,7 @@ run returns a list of messages (possibly empty: nothing is delivered downstream)
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -40,3 +40,10 @@ def task_messages(task: str) -> list[Message]:
 def texts(messages: list[Message] | tuple[Message, ...]) -> list[str]:
     """The texts of messages, in order."""
     return [message.text for message in messages]
+
+
+def input_sections(messages: Sequence[Message]) -> str:
+    """Messages as one text, a `=== INPUT FROM <source> (<role>) ===` section each (ChatDev's)."""
+    return "\n\n".join(
+        f"=== INPUT FROM {m.source or 'UNKNOWN'} ({m.role}) ===\n\n{m.text}" for m in messages
+    )

@@ -31,8 +31,10 @@ from devall_cli.errors import RunFailedError, UsageError
 from devall_cli.text import clean_text
 
 if TYPE_CHECKING:
+    from devall_cli.config.model import Workflow
+    from devall_cli.nodes.human_input import Answers, HumanInput
     from devall_cli.session import RunSession
-    from devall_cli.trace.console import Verbosity
+    from devall_cli.trace.console import ConsoleSink, Verbosity
 
 
 def read_task(task: str | None, task_file: str | None) -> str:
@@ -129,11 +131,22 @@ def run_command(
             help="Most node visits in one run; a loop that never exits ends there (exit 1).",
         ),
     ] = 1000,
+    answers: Annotated[
+        Path | None,
+        typer.Option(
+            "--answers",
+            metavar="FILE",
+            exists=True,
+            dir_okay=False,
+            help="Replies for human nodes (YAML or JSON: {node: [reply, ...], '*': [...]}).",
+        ),
+    ] = None,
 ) -> None:
     """Run WORKFLOW: start its MCP servers, run the graph, print the final answer on stdout.
 
     The trace goes to stderr; events.jsonl, result.json, attachments/ and servers/*.log are
     written to the run directory. --json prints result.json on stdout instead of the answer.
+    Human nodes ask on the terminal, or take their replies from --answers FILE.
     """
     from devall_cli.engine.runner import new_run_id
     from devall_cli.session import RunSession
@@ -142,6 +155,7 @@ def run_command(
         raise UsageError("give --quiet or --verbose, not both")
     task_text = read_task(task, task_file)
     loaded = load(workflow, var, env_file)
+    replies = load_replies(answers, loaded) if answers is not None else None
     run_id = new_run_id(loaded)
     run_dir = out if out is not None else Path("logs") / run_id
     mode: Verbosity = "quiet" if quiet else "verbose" if verbose else "normal"
@@ -153,11 +167,51 @@ def run_command(
     )
     # One run at a time per directory: a second one would interleave its lines with ours.
     with session.held():
-        _run_in(session, task_text, mode=mode, json_output=json_output, max_steps=max_steps)
+        _run_in(
+            session,
+            task_text,
+            mode=mode,
+            json_output=json_output,
+            max_steps=max_steps,
+            replies=replies,
+        )
+
+
+def load_replies(path: Path, workflow: Workflow) -> Answers:
+    """The answers file, checked against the workflow's human nodes (ConfigError, exit 3)."""
+    from devall_cli.config.answers import load_answers
+    from devall_cli.nodes.base import walk_nodes
+
+    names: set[str] = set()
+    for node_path, node in walk_nodes(workflow.graph):
+        if node.type == "human":
+            names.update((node_path, node.id))
+    return load_answers(path, names, workflow.redactor)
+
+
+def human_input_for(answers: Answers | None, console: ConsoleSink) -> HumanInput | None:
+    """--answers, else the terminal when stdin and stderr are one, else None (asking fails)."""
+    from devall_cli.nodes.human_input import ScriptedReplies
+
+    if answers is not None:
+        return ScriptedReplies(answers)
+    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+        return None
+    from devall_cli.cli.human_prompt import TerminalPrompt
+
+    return TerminalPrompt(
+        console.console, console.redactor, fd=sys.stdin.fileno(), pause=console.paused
+    )
 
 
 def _run_in(
-    session: RunSession, task: str, *, mode: Verbosity, json_output: bool, max_steps: int
+    session: RunSession,
+    task: str,
+    *,
+    mode: Verbosity,
+    json_output: bool,
+    max_steps: int,
+    replies: Answers | None = None,
 ) -> None:
     """Run with the trace on stderr and the records in `run_dir`; print the answer on stdout.
 
@@ -166,6 +220,7 @@ def _run_in(
     """
     from devall_cli.engine.runner import run_workflow
     from devall_cli.nodes.base import walk_nodes
+    from devall_cli.nodes.human_input import HUMAN_INPUT
     from devall_cli.trace.console import ConsoleSink
     from devall_cli.trace.jsonl import JsonlSink
     from devall_cli.trace.result import ResultSink, json_text
@@ -180,10 +235,15 @@ def _run_in(
     )
     for sink in (console, jsonl, results):
         session.subscribe(sink)
+    human = human_input_for(replies, console)
     try:
         result = run_async(
             run_workflow(
-                session, task=task, interrupt_code=signals.exit_code, max_steps=max_steps
+                session,
+                task=task,
+                interrupt_code=signals.exit_code,
+                max_steps=max_steps,
+                extras={HUMAN_INPUT: human} if human is not None else None,
             ),
             signals,
         )

@@ -134,15 +134,7 @@ def cut_line(text: str, col: int) -> str:
 
 def load_source(path: Path, display: str) -> SourceDocument:
     """Read and parse `path`; any problem is a ConfigError with the location when there is one."""
-    raw = _read_bytes(path, display)
-    nul = raw.find(b"\0")
-    if nul >= 0:
-        message = f"the file holds binary data (a NUL byte at byte offset {nul}), not YAML text"
-        raise ConfigError.from_issues([_byte_issue(raw, nul, message, display)])
-    text = _decode(raw, display)
-    doc = SourceDocument(data=None, file=display, lines=_lines(text).split("\n"))
-    _check_text(text, doc, bom=len(codecs.BOM_UTF8) if raw.startswith(codecs.BOM_UTF8) else 0)
-    doc.data = _parse_yaml(text, doc)
+    doc = parse_source(path, display)
     if doc.data is None:
         raise ConfigError.from_issues([ConfigIssue("the workflow file is empty", file=display)])
     if not isinstance(doc.data, dict):
@@ -151,28 +143,48 @@ def load_source(path: Path, display: str) -> SourceDocument:
     return doc
 
 
-def _read_bytes(path: Path, display: str) -> bytes:
+def parse_source(
+    path: Path, display: str, *, what: str = "workflow file", max_bytes: int | None = None
+) -> SourceDocument:
+    """Read and parse any YAML (or JSON) file devall is given; `data` is None when it is empty.
+
+    `what` names the file in messages ("workflow file"); `max_bytes` defaults to the limit on
+    workflow files.
+    """
+    raw = _read_bytes(path, display, what, MAX_FILE_BYTES if max_bytes is None else max_bytes)
+    nul = raw.find(b"\0")
+    if nul >= 0:
+        message = f"the file holds binary data (a NUL byte at byte offset {nul}), not YAML text"
+        raise ConfigError.from_issues([_byte_issue(raw, nul, message, display)])
+    text = _decode(raw, display)
+    doc = SourceDocument(data=None, file=display, lines=_lines(text).split("\n"))
+    _check_text(text, doc, bom=len(codecs.BOM_UTF8) if raw.startswith(codecs.BOM_UTF8) else 0)
+    doc.data = _parse_yaml(text, doc)
+    return doc
+
+
+def _read_bytes(path: Path, display: str, what: str, max_bytes: int) -> bytes:
     def fail(message: str) -> ConfigError:
         return ConfigError.from_issues([ConfigIssue(message, file=display)])
 
-    limit = f"workflow files may hold at most 10 MB ({MAX_FILE_BYTES} bytes)"
+    limit = f"{what}s may hold at most {max_bytes // limits.MB} MB ({max_bytes} bytes)"
     try:
         with path.open("rb") as handle:
             info = os.fstat(handle.fileno())
             if stat.S_ISDIR(info.st_mode):
-                raise fail("is a directory, not a workflow file")
-            if stat.S_ISREG(info.st_mode) and info.st_size > MAX_FILE_BYTES:
+                raise fail(f"is a directory, not a {what}")
+            if stat.S_ISREG(info.st_mode) and info.st_size > max_bytes:
                 raise fail(f"the file is too large: {info.st_size} bytes; {limit}")
             # Pipes and devices tell no size: read one byte past the limit to notice.
-            raw = handle.read(MAX_FILE_BYTES + 1)
+            raw = handle.read(max_bytes + 1)
     except FileNotFoundError:
         raise fail("no such file") from None
     except IsADirectoryError:
-        raise fail("is a directory, not a workflow file") from None
+        raise fail(f"is a directory, not a {what}") from None
     except OSError as exc:
         raise fail(f"cannot read the file: {exc.strerror or exc}") from None
-    if len(raw) > MAX_FILE_BYTES:
-        raise fail(f"the file is too large: more than {MAX_FILE_BYTES} bytes; {limit}")
+    if len(raw) > max_bytes:
+        raise fail(f"the file is too large: more than {max_bytes} bytes; {limit}")
     return raw
 
 

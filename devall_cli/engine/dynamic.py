@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
 from devall_cli import limits
@@ -38,10 +38,15 @@ if TYPE_CHECKING:
 
 DYNAMIC_FROM = "dynamic_from"  # meta of a message a dynamic edge delivered: the sender's id
 SubgraphRunners = Callable[[str], SubgraphRunner]  # a node path -> a runner of its subgraphs
+KindRunner = Callable[["NodeRun"], Awaitable[list[Message]]]  # the node type's run, guarded
 
 
 async def run_dynamic(
-    node: NodeState, run: NodeRun, links: list[Link], subgraphs: SubgraphRunners
+    node: NodeState,
+    run: NodeRun,
+    links: list[Link],
+    subgraphs: SubgraphRunners,
+    run_kind: KindRunner,
 ) -> list[Message]:
     """Run `node` once per part of its dynamic inputs (map), or reduce them (tree)."""
     config = links[0].config.dynamic
@@ -50,14 +55,14 @@ async def run_dynamic(
     static = [m for m in run.inputs if DYNAMIC_FROM not in m.meta]
     if not dynamic:
         # Nothing to split: ChatDev runs the node once on its static inputs, if it has any.
-        return await node.kind.run(run) if static else []
+        return await run_kind(run) if static else []
     units = split_messages(config.split, dynamic)
     if len(units) > limits.DYNAMIC_UNITS:
         raise RunFailedError(
             f"node '{node.path}': the {config.type} split ({describe_split(config.split)}) cut "
             f"the input into {len(units)} units; at most {limits.DYNAMIC_UNITS} are run"
         )
-    runner = UnitRunner(node, run, subgraphs, config)
+    runner = UnitRunner(node, run, subgraphs, config, run_kind)
     if config.type == "tree":
         return await runner.reduce(static, units)
     return await runner.map(static, units)
@@ -71,6 +76,7 @@ class UnitRunner:
     run: NodeRun
     subgraphs: SubgraphRunners
     config: DynamicConfig
+    run_kind: KindRunner
 
     async def map(self, static: list[Message], units: list[Message]) -> list[Message]:
         """One run per unit, the static inputs first; every output, in unit order."""
@@ -147,7 +153,7 @@ class UnitRunner:
         )
         started = time.monotonic()
         try:
-            produced = await self.node.kind.run(unit)
+            produced = await self.run_kind(unit)
         except BaseException as exc:
             emit(self._finished(path, started, "failed", [], _error_text(exc)))
             if isinstance(exc, Exception) and not isinstance(exc, DevallError):

@@ -186,6 +186,56 @@ class ModelReplyEvent(Event):
     duration_ms: float = 0.0
 
 
+# --- human and code nodes ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class HumanAskedEvent(Event):
+    """A `human` node asks the operator for a reply (`channel`: terminal, answers or none)."""
+
+    kind: ClassVar[str] = "human.asked"
+    node_id: str
+    visit: int = 1
+    description: str = ""
+    channel: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class HumanRepliedEvent(Event):
+    """The operator's reply to a `human` node (typed, or taken from the answers file)."""
+
+    kind: ClassVar[str] = "human.replied"
+    node_id: str
+    visit: int = 1
+    reply: str = ""
+    channel: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class CodeStartedEvent(Event):
+    """A `python` node starts its script (`script`: its path in the run directory)."""
+
+    kind: ClassVar[str] = "code.started"
+    node_id: str
+    visit: int = 1
+    script: str = ""
+    command: Sequence[str] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class CodeFinishedEvent(Event):
+    """A `python` node's script ended: `ok`, `failed`, `timeout`, `not_started` or `no_code`."""
+
+    kind: ClassVar[str] = "code.finished"
+    node_id: str
+    visit: int = 1
+    script: str = ""
+    status: str = "ok"
+    exit_code: int | None = None
+    stderr: str = ""
+    duration_ms: float = 0.0
+
+
 # --- tools -----------------------------------------------------------------------------------
 
 

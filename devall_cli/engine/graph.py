@@ -16,6 +16,7 @@ takes the most common answer.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -58,7 +59,9 @@ class RunEnv:
     workflow_dir: Path | None = None
     max_steps: int = DEFAULT_MAX_STEPS
     steps: int = 0
-    serial: asyncio.Lock = field(default_factory=asyncio.Lock)  # nodes that run one at a time
+    extras: dict[str, Any] = field(default_factory=dict)  # NodeRun.extras, run-wide
+    # One lock per serial node type (human, python): their visits run one at a time.
+    serial: dict[str, asyncio.Lock] = field(default_factory=dict)
     visits: dict[str, int] = field(default_factory=dict)  # node path -> visits so far
 
     def next_visit(self, path: str) -> int:
@@ -73,6 +76,12 @@ class RunEnv:
     def emit(self, event: Event) -> None:
         """Publish an event of this run."""
         self.bus.emit(event)
+
+    def serial_lock(self, kind: NodeType) -> contextlib.AbstractAsyncContextManager[Any]:
+        """Held while a node of `kind` runs: its type's lock if the type is serial."""
+        if not kind.serial:
+            return contextlib.nullcontext()
+        return self.serial.setdefault(kind.name, asyncio.Lock())
 
     def take_step(self, path: str) -> None:
         """Count one node visit; past `max_steps` the run ends (a loop that never exits)."""
@@ -333,13 +342,20 @@ class GraphRun:
             run_dir=self.env.run_dir,
             workflow_dir=self.env.workflow_dir,
             run_subgraph=self._subgraph_runner(node.path),
+            extras=self.env.extras,
         )
+
+        async def run_kind(this: NodeRun) -> list[Message]:
+            # Serial node types (human, python) run one at a time, dynamic units included.
+            async with self.env.serial_lock(node.kind):
+                return await node.kind.run(this)
+
         dynamic = [link for link in node.incoming if link.config.dynamic is not None]
         if dynamic:
             from devall_cli.engine.dynamic import run_dynamic
 
-            return await run_dynamic(node, run, dynamic, self._subgraph_runner)
-        return await node.kind.run(run)
+            return await run_dynamic(node, run, dynamic, self._subgraph_runner, run_kind)
+        return await run_kind(run)
 
     def _subgraph_runner(self, path: str) -> Any:
         """Runs subgraphs for the node (or unit of a dynamic node) at `path`."""

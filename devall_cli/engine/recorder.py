@@ -7,8 +7,10 @@ from typing import Any
 
 from devall_cli.engine.events import (
     AttachmentSavedEvent,
+    CodeFinishedEvent,
     Event,
     GraphNoteEvent,
+    HumanRepliedEvent,
     ModelReplyEvent,
     NodeFinishedEvent,
     NodeStartedEvent,
@@ -120,6 +122,8 @@ class RunResult:
     attachments: tuple[AttachmentRecord, ...] = ()
     servers: tuple[ServerRecord, ...] = ()
     notes: tuple[dict[str, Any], ...] = ()  # what the scheduler decided (a vote, a cycle limit)
+    human_replies: tuple[dict[str, Any], ...] = ()  # {node, visit, channel, reply}
+    code_runs: tuple[dict[str, Any], ...] = ()  # {node, visit, script, status, exit_code, ...}
 
     @property
     def node_outputs(self) -> dict[str, str]:
@@ -155,6 +159,8 @@ class RunRecorder:
         self._servers: dict[str, ServerRecord] = {}
         self._attachments: list[AttachmentRecord] = []
         self._notes: list[dict[str, Any]] = []
+        self._replies: list[dict[str, Any]] = []
+        self._code_runs: list[dict[str, Any]] = []
 
     def __call__(self, event: Event) -> None:
         """Take one event into account."""
@@ -171,6 +177,8 @@ class RunRecorder:
             attachments=tuple(self._attachments),
             servers=tuple(self._servers.values()),
             notes=tuple(self._notes),
+            human_replies=tuple(self._replies),
+            code_runs=tuple(self._code_runs),
         )
 
     def node(self, node_id: str) -> NodeRecord:
@@ -225,6 +233,28 @@ class RunRecorder:
     def _on_graph_note(self, event: GraphNoteEvent) -> None:
         self._notes.append(
             {"graph": event.graph, "note": event.note, "message": event.message, **event.details}
+        )
+
+    def _on_human_replied(self, event: HumanRepliedEvent) -> None:
+        self._replies.append(
+            {
+                "node": event.node_id,
+                "visit": event.visit,
+                "channel": event.channel,
+                "reply": event.reply,
+            }
+        )
+
+    def _on_code_finished(self, event: CodeFinishedEvent) -> None:
+        self._code_runs.append(
+            {
+                "node": event.node_id,
+                "visit": event.visit,
+                "script": event.script,
+                "status": event.status,
+                "exit_code": event.exit_code,
+                "duration_ms": event.duration_ms,
+            }
         )
 
     def _on_model_reply(self, event: ModelReplyEvent) -> None:

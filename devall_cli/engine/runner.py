@@ -80,8 +80,11 @@ async def run_workflow(
     environ: Mapping[str, str] | None = None,
     interrupt_code: Callable[[], int] = lambda: ExitCode.INTERRUPTED,
     max_steps: int = DEFAULT_MAX_STEPS,
+    extras: Mapping[str, Any] | None = None,
 ) -> RunResult:
     """Run the session's workflow on `task`; the result on success, a DevallError on failure.
+
+    `extras` is what the command hands to nodes (`NodeRun.extras`: the human reply source).
 
     `run.finished` is emitted in every case (also on failure and Ctrl-C), so sinks such as the
     result.json writer see failed runs too; the ToolManager and the providers are always closed.
@@ -93,7 +96,7 @@ async def run_workflow(
     bus.emit(RunStartedEvent(run_id=run_id, workflow=workflow.name, task=task))
     make = _provider_maker(provider_factory, environ, workflow.redactor)
     try:
-        outcome = await _run(session, task, tool_manager_factory, make, max_steps)
+        outcome = await _run(session, task, tool_manager_factory, make, max_steps, extras)
     except (asyncio.CancelledError, KeyboardInterrupt):
         _finish(bus, run_id, started, "interrupted", "interrupted", interrupt_code())
         raise
@@ -117,6 +120,7 @@ async def _run(
     tool_manager_factory: ToolManagerFactory,
     make_provider: ProviderFactory,
     max_steps: int,
+    extras: Mapping[str, Any] | None,
 ) -> GraphOutcome:
     workflow = session.workflow
     events = BusToolEvents(session.bus, session.run_id)
@@ -134,6 +138,7 @@ async def _run(
             run_dir=session.run_dir,
             workflow_dir=workflow.directory,
             max_steps=max_steps,
+            extras=dict(extras or {}),
         )
         outcome = await GraphRun(workflow.graph, env).run(task_messages(task))
     except BaseException:

@@ -35,7 +35,7 @@ from devall_cli.engine.events import (
     ToolResultEvent,
 )
 from devall_cli.errors import DevallError, RunFailedError
-from devall_cli.messages import ASSISTANT, SYSTEM, USER, Message
+from devall_cli.messages import ASSISTANT, SYSTEM, USER, Message, input_sections
 from devall_cli.nodes.base import NODE_TYPES, NodeRun, NodeType
 from devall_cli.providers.base import AssistantMessage, Provider, ToolCall
 from devall_cli.providers.registry import PROVIDERS, ProviderType
@@ -190,10 +190,7 @@ def conversation(config: AgentConfig, inputs: Sequence[Message]) -> list[dict[st
     if config.role:
         messages.append({"role": SYSTEM, "content": config.role})
     if config.input_mode == "prompt":
-        sections = [
-            f"=== INPUT FROM {m.source or 'UNKNOWN'} ({m.role}) ===\n\n{m.text}" for m in inputs
-        ]
-        messages.append({"role": USER, "content": "\n\n".join(sections)})
+        messages.append({"role": USER, "content": input_sections(inputs)})
     elif inputs:
         messages.extend({"role": m.role, "content": m.text} for m in inputs)
     else:

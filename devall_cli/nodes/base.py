@@ -56,6 +56,8 @@ class NodeRun:
     workflow_dir: Path | None = None
     # Runs a graph as a subgraph of this node (the run's servers, secrets and guards apply).
     run_subgraph: SubgraphRunner | None = None
+    # Shared by every node of the run: what the command gives nodes (the human reply source),
+    # and what nodes of one type keep run-wide (the python scripts written so far).
     extras: dict[str, Any] = field(default_factory=dict)
 
 
@@ -85,6 +87,7 @@ class NodeType:
     parse: NodeParser  # settings object, or None after recording issues
     run: NodeRunner
     config_required: bool = True  # False: a missing `config` means `{}`
+    serial: bool = False  # True: visits of nodes of this type never overlap within a run
     tooling: Callable[[Any], tuple[ToolingConfig, ...]] = _no_tooling
     subgraphs: Callable[[Any], tuple[GraphConfig, ...]] = _no_subgraphs
     details: Callable[[Any], dict[str, Any]] = _no_details  # extra fields for validate --json
@@ -111,8 +114,10 @@ NODE_TYPES: Registry[NodeType] = Registry(
     "node type",
     (
         "devall_cli.nodes.agent",
+        "devall_cli.nodes.human",
         "devall_cli.nodes.literal",
         "devall_cli.nodes.passthrough",
         "devall_cli.nodes.subgraph",
+        "devall_cli.nodes.python",
     ),
 )

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Literal
 
 from rich.console import Console, RenderableType
@@ -15,9 +16,13 @@ from rich.text import Text
 
 from devall_cli.engine.events import (
     AttachmentSavedEvent,
+    CodeFinishedEvent,
+    CodeStartedEvent,
     EdgeEvent,
     Event,
     GraphNoteEvent,
+    HumanAskedEvent,
+    HumanRepliedEvent,
     ModelReplyEvent,
     ModelRequestEvent,
     NodeFinishedEvent,
@@ -141,6 +146,17 @@ class ConsoleSink:
             self._live.stop()
             self._live = None
 
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """No live status line during the block (the terminal asks the operator)."""
+        running = self._live is not None
+        self.close()
+        try:
+            yield
+        finally:
+            if running:
+                self._start_live()
+
     # --- helpers -----------------------------------------------------------------------------
 
     def _t(self, text: str, style: str = "", *, body: bool = False) -> Text:
@@ -256,6 +272,41 @@ class ConsoleSink:
 
     def _on_graph_note(self, event: GraphNoteEvent) -> None:
         self._print(f"! {event.message}", "yellow")
+
+    # --- human and code nodes -------------------------------------------------------------
+
+    def _on_human_asked(self, event: HumanAskedEvent) -> None:
+        via = {"answers": "from the answers file", "terminal": "on the terminal"}
+        where = via.get(event.channel, "with no terminal and no answers file")
+        self._print(f"? {event.node_id} asks the operator {where}", "yellow")
+
+    def _on_human_replied(self, event: HumanRepliedEvent) -> None:
+        lines = _plural(len(event.reply.splitlines()), "line")
+        self._print(f"  reply · {event.node_id} · {lines}", "yellow")
+        if event.channel != "terminal" or self.verbose:  # typed replies are on screen already
+            self._print(self._body(event.reply) or "(empty reply)", body=True)
+
+    def _on_code_started(self, event: CodeStartedEvent) -> None:
+        if self.verbose:
+            self._print(f"… {event.node_id} runs {' '.join(event.command)}", "dim")
+
+    def _on_code_finished(self, event: CodeFinishedEvent) -> None:
+        took = format_ms(event.duration_ms)
+        head = f"code · {event.node_id} · {event.script or 'no script'}"
+        if event.status == "ok":
+            self._print(f"{head} · exit 0 · {took}", "green")
+            if event.stderr and self.verbose:
+                self._print(event.stderr, "dim", body=True)
+            return
+        what = {
+            "failed": f"failed (exit {event.exit_code})",
+            "timeout": "stopped at its timeout",
+            "not_started": "could not start",
+            "no_code": "no code in the input",
+        }.get(event.status, event.status)
+        self._print(f"{head} · {what} · {took}", "red")
+        if event.stderr:
+            self._print(self._body(event.stderr), "red", body=True)
 
     # --- tools -------------------------------------------------------------------------------
 

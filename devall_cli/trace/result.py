@@ -118,6 +118,8 @@ def build_result(
         "attachments": [_attachment(a) for a in result.attachments],
         "servers": [asdict(server) for server in result.servers],
         "notes": list(result.notes),
+        "human_replies": list(result.human_replies),
+        "code_runs": list(result.code_runs),
         "totals": {
             "model_calls": result.model_calls,
             "tool_calls": result.tool_calls,

@@ -7,6 +7,8 @@ import time
 from dataclasses import dataclass
 
 from devall_cli.engine.events import (
+    CodeFinishedEvent,
+    CodeStartedEvent,
     Event,
     ModelReplyEvent,
     ModelRequestEvent,
@@ -59,12 +61,18 @@ class WaitState:
                 self._waits[("tool", event.call_id)] = _Wait(label, now)
             elif isinstance(event, ToolResultEvent):
                 self._waits.pop(("tool", event.call_id), None)
+            elif isinstance(event, CodeStartedEvent):
+                label = f"{event.node_id} running {event.script}"
+                self._waits[("code", event.node_id)] = _Wait(label, now)
+            elif isinstance(event, CodeFinishedEvent):
+                self._waits.pop(("code", event.node_id), None)
             elif isinstance(event, NodeFinishedEvent):
                 self._forget_node(event.node_id)
 
     def _forget_node(self, node_id: str) -> None:
         for key, wait in list(self._waits.items()):
-            if key == ("model", node_id) or wait.label.startswith(f"{node_id} waiting on tool "):
+            own = key in (("model", node_id), ("code", node_id))
+            if own or wait.label.startswith(f"{node_id} waiting on tool "):
                 del self._waits[key]
 
     def describe(self) -> str:
