@@ -19,6 +19,7 @@ from devall_cli.config.placeholders import UNRESOLVED, PlaceholderResolver
 from devall_cli.config.schema import Checker, KeySpec, check_keys, describe
 from devall_cli.config.yaml_source import SourceDocument, cut_line, load_source
 from devall_cli.errors import ConfigError, ConfigIssue
+from devall_cli.providers.registry import environment_secrets
 from devall_cli.redaction import MASK, Redactor, masking
 
 _TOP_KEYS = KeySpec(known=frozenset({"version", "vars", "graph"}))
@@ -86,8 +87,8 @@ def _build(
     version = _version(ck, resolved.get("version"))
     with masking(Redactor(resolver.secrets)):  # values quoted in messages are masked, then cut
         graph = parse_graph(ck, resolved.get("graph"))
-    # The agents' default key comes from the environment: masked even though no file names it.
-    redactor = Redactor([*resolver.secrets, *ck.secrets, environ.get("OPENAI_API_KEY", "")])
+    # The agents' default keys come from the environment: masked even though no file names them.
+    redactor = Redactor([*resolver.secrets, *ck.secrets, *environment_secrets(environ)])
     placeholder_issues = [doc.issue(p, text, severity=sev) for p, text, sev in resolver.issues]
     issues = [
         mask_issue(issue, redactor)

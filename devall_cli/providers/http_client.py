@@ -242,9 +242,7 @@ def count(data: Mapping[str, Any], key: str) -> int:
 # --- errors -------------------------------------------------------------------------------------
 
 
-def translate_httpx_error(
-    exc: Exception, display_url: str, *, attempts: int = 1
-) -> DevallError:
+def translate_httpx_error(exc: Exception, display_url: str, *, attempts: int = 1) -> DevallError:
     """The DevallError for an httpx exception raised while talking to `display_url`.
 
     Secrets in the message are masked where it is printed or written (the run's Redactor).
