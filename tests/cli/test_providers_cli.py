@@ -312,3 +312,24 @@ def test_the_examples_validate_and_run_against_the_fakes(
     assert out == f"{answers[-1]}\n"
     _, drawn = tool_result_sent(provider, bodies[1])
     assert drawn in {"1", "2"}
+
+
+def test_validating_the_examples_imports_no_http_stack() -> None:
+    examples = [
+        str(REPO_ROOT / "workflows" / "examples" / n)
+        for n in ("gemini_tools.yaml", "anthropic_tools.yaml")
+    ]
+    script = (
+        "import sys\n"
+        "from typer.testing import CliRunner\n"
+        "from devall_cli.cli.app import app\n"
+        f"result = CliRunner().invoke(app, ['validate', *{examples!r}])\n"
+        "assert result.exit_code == 0, result.output\n"
+        "print(sorted(m for m in ('fastmcp', 'httpx', 'mcp') if m in sys.modules))\n"
+    )
+    env = {**os.environ, "GEMINI_API_KEY": "k", "ANTHROPIC_API_KEY": "k"}
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
