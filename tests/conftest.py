@@ -62,6 +62,18 @@ def _no_child_left() -> Iterator[None]:
     assert not leaked, f"server processes left running: {leaked}"
 
 
+# Where the providers look for keys and endpoints when a workflow names none.
+_MODEL_ENV = (
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "GOOGLE_API_KEY",
+    "GEMINI_API_KEY",
+    "GOOGLE_GEMINI_BASE_URL",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+)
+
+
 @pytest.fixture(autouse=True)
 def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Each test runs in its own directory, without colour, and without the user's LLM settings."""
@@ -70,7 +82,7 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]
     monkeypatch.setenv("COLUMNS", "200")
     monkeypatch.setenv("FASTMCP_SHOW_SERVER_BANNER", "false")
     monkeypatch.setenv("FASTMCP_CHECK_FOR_UPDATES", "off")
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "DEVALL_FUNCTIONS_DIR"):
+    for name in (*_MODEL_ENV, "DEVALL_FUNCTIONS_DIR"):
         monkeypatch.delenv(name, raising=False)
     yield
 

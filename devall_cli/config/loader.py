@@ -26,6 +26,7 @@ from devall_cli.config.placeholders import UNRESOLVED
 from devall_cli.config.schema import Checker, check_keys
 from devall_cli.config.yaml_source import SourceDocument, cut_line, load_source
 from devall_cli.errors import ConfigError, ConfigIssue
+from devall_cli.providers.registry import environment_secrets
 from devall_cli.redaction import MASK, Redactor, masking
 
 
@@ -89,8 +90,8 @@ def _build(
     version = check_version(ck, resolved.get("version"))
     with masking(Redactor(ck.secrets)):  # values quoted in messages are masked, then cut
         graph = parse_graph(ck, resolved.get("graph"))
-    # The agents' default key comes from the environment: masked even though no file names it.
-    redactor = Redactor([*ck.secrets, environ.get("OPENAI_API_KEY", "")])
+    # The agents' default keys come from the environment: masked even though no file names them.
+    redactor = Redactor([*ck.secrets, *environment_secrets(environ)])
     issues = [
         mask_issue(issue, redactor) for issue in _ordered(doc, [*dotenv.issues, *ck.issues])
     ]

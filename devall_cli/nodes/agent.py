@@ -38,7 +38,9 @@ from devall_cli.errors import DevallError, RunFailedError
 from devall_cli.messages import ASSISTANT, SYSTEM, USER, Message, input_sections
 from devall_cli.nodes.base import NODE_TYPES, NodeRun, NodeType
 from devall_cli.providers.base import AssistantMessage, Provider, ToolCall
+from devall_cli.providers.media import store_media
 from devall_cli.providers.registry import PROVIDERS, ProviderType
+from devall_cli.tools.attachments import AttachmentStore
 from devall_cli.tools.base import AttachmentBlock, TextBlock, ToolResult, ToolSpec
 from devall_cli.tools.normalize import blocks_to_json, render_for_model
 
@@ -265,6 +267,8 @@ async def _ask_model(
     )
     started = time.monotonic()
     reply = await provider.complete(list(messages), specs)
+    if reply.media:
+        reply = _save_media(node_id, run.node.config, reply, run)
     run.emit(
         ModelReplyEvent(
             run_id=run.run_id,
@@ -378,6 +382,27 @@ async def _run_call(
                 )
             )
     return result
+
+
+def _save_media(
+    node_id: str, config: AgentConfig, reply: AssistantMessage, run: NodeRun
+) -> AssistantMessage:
+    """Images the model answered with: saved as attachments and named in the reply's text."""
+    store = AttachmentStore(run.run_dir) if run.run_dir is not None else None
+    reply, saved = store_media(reply, store, config.provider)
+    for block in saved:
+        run.emit(
+            AttachmentSavedEvent(
+                run_id=run.run_id,
+                node_id=node_id,
+                tool=config.provider,
+                path=block.path,
+                mime_type=block.mime_type,
+                size=block.size,
+                sha256=block.sha256,
+            )
+        )
+    return reply
 
 
 def _error_result(tool: str, message: str, error_class: str) -> ToolResult:

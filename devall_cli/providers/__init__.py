@@ -1,8 +1,9 @@
 """Model providers, each a registered descriptor (`registry.PROVIDERS`).
 
-Built in: `openai` (any OpenAI-compatible endpoint) and `scripted` (offline). A descriptor module
-imports its HTTP client only when a provider is made, so `devall validate` and `devall --help`
-never load httpx.
+Built in: `openai` (any OpenAI-compatible endpoint), `gemini` (Google's generateContent API),
+`anthropic` (Anthropic's Messages API) and `scripted` (offline). A descriptor module imports its
+HTTP client only when a provider is made, so `devall validate` and `devall --help` never load
+httpx. The HTTP clients share `http_client.ModelEndpoint` (retries, deadline, limits, errors).
 """
 
 from __future__ import annotations

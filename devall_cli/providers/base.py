@@ -11,8 +11,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from devall_cli.config.model import EMPTY
 from devall_cli.tools import json_limits
 from devall_cli.tools.base import ToolSpec
+
+# The key of a tool call (in the OpenAI-format assistant message) that carries `ToolCall.extra`;
+# the name Gemini's OpenAI-compatible endpoint uses for the same purpose.
+EXTRA_KEY = "extra_content"
 
 
 @dataclass(frozen=True)
@@ -26,6 +31,17 @@ class ToolCall:
     # Set when the arguments were not a JSON object: the engine hands this back to the model as
     # an error result instead of calling the tool.
     error: str | None = None
+    # What the provider must send back with this call on the next request (a Gemini thought
+    # signature, Claude's thinking blocks), keyed by provider; JSON-able.
+    extra: Mapping[str, Any] = EMPTY
+
+
+@dataclass(frozen=True)
+class MediaPart:
+    """An image (or other binary) the model answered with; the agent saves it as an attachment."""
+
+    mime_type: str
+    data: bytes
 
 
 @dataclass(frozen=True)
@@ -44,21 +60,30 @@ class AssistantMessage:
     content: str | None
     tool_calls: tuple[ToolCall, ...] = ()
     usage: Usage = field(default_factory=Usage)
+    media: tuple[MediaPart, ...] = ()
 
     def to_message(self) -> dict[str, Any]:
         """The OpenAI-format assistant message to append to the conversation."""
         message: dict[str, Any] = {"role": "assistant", "content": self.content}
         if self.tool_calls:
             # Chat Completions rejects an empty `tool_calls` list, so the key is only set when used.
-            message["tool_calls"] = [
-                {
-                    "id": call.id,
-                    "type": "function",
-                    "function": {"name": call.name, "arguments": call.raw_arguments},
-                }
-                for call in self.tool_calls
-            ]
+            message["tool_calls"] = [_call_message(call) for call in self.tool_calls]
         return message
+
+    def with_content(self, content: str | None) -> AssistantMessage:
+        """This turn with another text, and its media taken out (they are saved elsewhere)."""
+        return AssistantMessage(content, self.tool_calls, self.usage)
+
+
+def _call_message(call: ToolCall) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "id": call.id,
+        "type": "function",
+        "function": {"name": call.name, "arguments": call.raw_arguments},
+    }
+    if call.extra:
+        entry[EXTRA_KEY] = dict(call.extra)
+    return entry
 
 
 class Provider(Protocol):
@@ -82,6 +107,15 @@ def json_default(value: Any) -> Any:
     if isinstance(value, set | frozenset):
         return sorted(value, key=str)
     return str(value)
+
+
+def plain(value: Any) -> Any:
+    """Plain dicts and lists from read-only config structures (params), to send as JSON."""
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    return value
 
 
 def dump_json(value: Any) -> str:

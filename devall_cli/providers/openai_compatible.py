@@ -26,5 +26,6 @@ OPENAI = PROVIDERS.register(
         "openai",
         "any OpenAI-compatible Chat Completions endpoint (OpenAI, vLLM, Ollama, LM Studio, ...)",
         make=make_openai,
+        secret_env=("OPENAI_API_KEY",),
     )
 )

@@ -53,9 +53,23 @@ class ProviderType:
     # Reads those keys into `AgentConfig.provider_config`; returns None after recording issues.
     parse: Callable[[Checker, dict[str, Any], KeyPath], Any] = _nothing
     name_required: bool = True  # whether the agent must name a model
+    # Environment variables the provider takes its API key from when the agent sets none: their
+    # values are masked in every output, like the secrets the workflow names.
+    secret_env: tuple[str, ...] = ()
 
 
 PROVIDERS: Registry[ProviderType] = Registry(
     "provider",
-    ("devall_cli.providers.openai_compatible", "devall_cli.providers.scripted"),
+    (
+        "devall_cli.providers.openai_compatible",
+        "devall_cli.providers.scripted",
+        "devall_cli.providers.gemini",
+        "devall_cli.providers.anthropic",
+    ),
 )
+
+
+def environment_secrets(environ: Mapping[str, str]) -> list[str]:
+    """The API keys found in `environ` under a name some provider reads its key from."""
+    names = {name for kind in PROVIDERS.all().values() for name in kind.secret_env}
+    return [environ[name] for name in sorted(names) if environ.get(name)]

@@ -96,7 +96,7 @@ class FakeLLM:
     def enqueue(self, *replies: ReplyLike) -> None:
         """Queue replies: a FakeReply, a text answer, or an assistant message mapping."""
         with self._lock:
-            self._queue.extend(_as_reply(reply) for reply in replies)
+            self._queue.extend(self.as_reply(reply) for reply in replies)
 
     @property
     def pending(self) -> int:
@@ -117,6 +117,15 @@ class FakeLLM:
             return self._sent_bytes
 
     # --- reply builders ------------------------------------------------------------------
+
+    @classmethod
+    def as_reply(cls, reply: ReplyLike) -> FakeReply:
+        """A queued reply from a FakeReply, a text answer, or a message mapping."""
+        if isinstance(reply, FakeReply):
+            return reply
+        if isinstance(reply, str):
+            return cls.text_reply(reply)
+        return FakeReply(message={"role": "assistant", **dict(reply)})
 
     @staticmethod
     def text_reply(text: str | None, *, delay: float = 0.0) -> FakeReply:
@@ -152,16 +161,16 @@ class FakeLLM:
         raw = body.encode() if isinstance(body, str) else json.dumps(body).encode()
         return FakeReply(status=status, body=raw, headers=dict(headers or {}))
 
-    @staticmethod
-    def slow_reply(seconds: float, then: ReplyLike = "ok") -> FakeReply:
+    @classmethod
+    def slow_reply(cls, seconds: float, then: ReplyLike = "ok") -> FakeReply:
         """`then`, answered only after `seconds`."""
-        reply = _as_reply(then)
+        reply = cls.as_reply(then)
         return FakeReply(reply.status, reply.message, reply.body, reply.headers, seconds)
 
-    @staticmethod
-    def dripping_reply(seconds_per_byte: float, then: ReplyLike = "ok") -> FakeReply:
+    @classmethod
+    def dripping_reply(cls, seconds_per_byte: float, then: ReplyLike = "ok") -> FakeReply:
         """`then`, its body sent one byte every `seconds_per_byte`."""
-        reply = _as_reply(then)
+        reply = cls.as_reply(then)
         return dataclasses.replace(reply, drip=seconds_per_byte)
 
     @staticmethod
@@ -201,6 +210,20 @@ class FakeLLM:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
+    # --- what a fake of another API overrides ---------------------------------------------
+
+    def serves(self, path: str) -> bool:
+        """Whether `path` is the API's endpoint (others answer 404 and take no reply)."""
+        return path == COMPLETIONS_PATH
+
+    def refusal(self, request: RecordedRequest) -> FakeReply | None:
+        """An answer refusing the request (bad credentials), or None to answer it."""
+        return None
+
+    def answer_body(self, reply: FakeReply, request_body: Any, number: int) -> bytes:
+        """The body of a 200 answer carrying `reply.message`."""
+        return _completion_body(reply, request_body, number)
+
     # --- used by the handler -------------------------------------------------------------
 
     def _record(self, request: RecordedRequest, *, take_reply: bool = True) -> FakeReply:
@@ -220,14 +243,6 @@ class FakeLLM:
                 self._connections.add(conn)
             else:
                 self._connections.discard(conn)
-
-
-def _as_reply(reply: ReplyLike) -> FakeReply:
-    if isinstance(reply, FakeReply):
-        return reply
-    if isinstance(reply, str):
-        return FakeLLM.text_reply(reply)
-    return FakeReply(message={"role": "assistant", **dict(reply)})
 
 
 def _completion_body(reply: FakeReply, request_body: Any, number: int) -> bytes:
@@ -288,9 +303,14 @@ class _Handler(BaseHTTPRequestHandler):
             body = None
         headers = {name.lower(): value for name, value in self.headers.items()}
         request = RecordedRequest("POST", self.path, headers, body, raw)
-        if self.path != COMPLETIONS_PATH:
+        if not fake.serves(self.path):
             fake._record(request, take_reply=False)
             self._send(404, b'{"error": {"message": "not found"}}', {})
+            return
+        refusal = fake.refusal(request)
+        if refusal is not None:
+            fake._record(request, take_reply=False)
+            self._send(refusal.status, refusal.body or b"", refusal.headers)
             return
         reply = fake._record(request)
         if reply.delay and fake._closing.wait(reply.delay):
@@ -299,7 +319,7 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.size:
             self._send_huge(reply.size, declare_size=reply.declare_size)
             return
-        payload = reply.body or _completion_body(reply, body, len(fake.requests))
+        payload = reply.body or fake.answer_body(reply, body, len(fake.requests))
         self._send(reply.status, payload, reply.headers, drip=reply.drip)
 
     def do_GET(self) -> None:

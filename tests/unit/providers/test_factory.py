@@ -49,15 +49,16 @@ async def test_openai_config_defaults_to_the_process_environment(
 
 
 def test_unknown_provider_is_a_config_error() -> None:
-    with pytest.raises(ConfigError, match="unknown provider 'anthropic'"):
-        make_provider(AgentConfig(provider="anthropic", name="m"))
+    with pytest.raises(ConfigError, match="unknown provider 'claude'"):
+        make_provider(AgentConfig(provider="claude", name="m"))
 
 
 def test_importing_providers_and_making_a_scripted_one_does_not_import_httpx() -> None:
     code = (
         "import sys\n"
         "from devall_cli.config.model import AgentConfig\n"
-        "from devall_cli.providers import make_provider\n"
+        "from devall_cli.providers import PROVIDERS, make_provider\n"
+        "assert {'openai', 'gemini', 'anthropic', 'scripted'} <= set(PROVIDERS.names())\n"
         "make_provider(AgentConfig(provider='scripted', name='s'))\n"
         "print('httpx' in sys.modules)\n"
     )
