@@ -15,7 +15,7 @@ from devall_cli.config.model import ConditionConfig, FunctionCondition
 from devall_cli.config.schema import Checker, KeySpec, check_keys, opt_str
 from devall_cli.config.yaml_source import KeyPath
 from devall_cli.edges.base import CONDITION_TYPES, Condition, ConditionType, EdgeEnv
-from devall_cli.edges.user_functions import find_edge_function
+from devall_cli.edges.user_functions import attribute, find_edge_function
 
 KEYS = KeySpec(known=frozenset({"name"}))
 BUILT_IN: dict[str, Condition] = {"true": lambda text: True, "false": lambda text: False}
@@ -54,7 +54,7 @@ def build_function_condition(settings: FunctionCondition, env: EdgeEnv) -> Condi
     built_in = BUILT_IN.get(settings.name)
     if built_in is not None:
         return built_in
-    function = env.function(settings.name, settings.file)
+    function = env.function(attribute(settings.name), settings.file)
     return lambda text: bool(function(text))
 
 

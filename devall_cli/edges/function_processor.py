@@ -19,7 +19,7 @@ from devall_cli.config.function_dirs import PROCESSORS
 from devall_cli.config.schema import Checker, KeySpec, check_keys, opt_str
 from devall_cli.config.yaml_source import KeyPath
 from devall_cli.edges.base import PROCESSOR_TYPES, EdgeEnv, Processor, ProcessorType
-from devall_cli.edges.user_functions import find_edge_function
+from devall_cli.edges.user_functions import attribute, find_edge_function
 from devall_cli.messages import Message
 
 KEYS = KeySpec(known=frozenset({"name"}))
@@ -54,7 +54,7 @@ def parse_function_processor(
 
 def build_function_processor(settings: FunctionProcessor, env: EdgeEnv) -> Processor:
     """The processor: calls the function and turns what it returns into the payload."""
-    function = env.function(settings.name, settings.file)
+    function = env.function(attribute(settings.name), settings.file)
     state = env.state()
 
     def process(message: Message) -> Message | None:

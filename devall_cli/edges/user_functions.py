@@ -48,6 +48,11 @@ def find_edge_function(
     return str(found.module.file)
 
 
+def attribute(ref: str) -> str:
+    """The function's own name in a reference: `is_done` for `is_done` and `rules:is_done`."""
+    return ref.rpartition(":")[2].strip()
+
+
 def call_problem(node: FunctionNode, count: int) -> str | None:
     """Why a call with `count` positional arguments would fail, read from the signature."""
     if getattr(node, "decorator_list", None):

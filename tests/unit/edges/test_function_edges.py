@@ -96,6 +96,15 @@ def test_a_function_condition_decides(folder: Path) -> None:
     assert condition(folder, "is_long")("a long enough text") is True  # a lambda works too
 
 
+def test_a_function_named_with_its_module(folder: Path) -> None:
+    write(folder / "functions" / "edge" / "more.py", "def has_done(text):\n    return False\n")
+    (error,) = edge_errors(folder, condition="has_done")
+    assert "defined in several modules" in error.message and "'<module>:has_done'" in error.message
+    assert condition(folder, "rules:has_done")("DONE") is True
+    assert condition(folder, "more:has_done")("DONE") is False
+    assert shape(folder, "shape:shout")("a").text == "A!"
+
+
 @pytest.mark.parametrize(("name", "met"), [("true", True), ("TRUE", True), ("False", False)])
 def test_true_and_false_are_built_in_and_need_no_folder(
     tmp_path: Path, name: str, met: bool
