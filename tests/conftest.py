@@ -82,7 +82,13 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]
     monkeypatch.setenv("COLUMNS", "200")
     monkeypatch.setenv("FASTMCP_SHOW_SERVER_BANNER", "false")
     monkeypatch.setenv("FASTMCP_CHECK_FOR_UPDATES", "off")
-    for name in (*_MODEL_ENV, "DEVALL_FUNCTIONS_DIR"):
+    for name in (
+        *_MODEL_ENV,
+        "DEVALL_FUNCTIONS_DIR",
+        "MAC_FUNCTIONS_DIR",
+        "MAC_EDGE_FUNCTIONS_DIR",
+        "MAC_EDGE_PROCESSOR_FUNCTIONS_DIR",
+    ):
         monkeypatch.delenv(name, raising=False)
     yield
 

@@ -88,11 +88,11 @@ def parse_graph(
     nodes, ids = _nodes(ck, graph, path)
     start = _node_list(ck, graph, "start", path, ids, required=start_required)
     end = _node_list(ck, graph, "end", path, ids, required=False)
-    edges = [] if voting else _edges(ck, graph, path, ids)
+    edges, ends = ([], []) if voting else _edges(ck, graph, path, ids)
     check_agreement(ck, edges)
     if not start and graph.get("start") in (None, []) and not start_required:
         start = _entry_nodes(ck, graph, path, ids, edges)
-    _check_cycle_starts(ck, ids, edges, start, path)
+    _check_cycle_starts(ck, ids, ends, start, path)
     if nodes is None:
         return None
     return GraphConfig(
@@ -225,20 +225,25 @@ def _known_node(ck: Checker, name: str, path: KeyPath, ids: dict[str, int], what
 
 def _edges(
     ck: Checker, graph: dict[str, Any], path: KeyPath, ids: dict[str, int]
-) -> list[tuple[EdgeConfig, KeyPath]]:
+) -> tuple[list[tuple[EdgeConfig, KeyPath]], list[tuple[str, str]]]:
+    """The parsed edges, and the ends of every edge between known nodes, also of edges with
+    other errors (the shape checks see the graph as written, so one pass finds every issue)."""
     raw = graph.get("edges")
     here = (*path, "edges")
     if raw is None or raw is UNRESOLVED:
-        return []
+        return [], []
     if not isinstance(raw, list):
         ck.error(here, f"edges must be a list of edges, got {describe(raw)}")
-        return []
+        return [], []
     edges: list[tuple[EdgeConfig, KeyPath]] = []
+    ends: list[tuple[str, str]] = []
     seen: set[tuple[str, str]] = set()
     for index, item in enumerate(raw):
         edge = parse_edge(ck, item, (*here, index), ids)
         if edge is None:
+            ends.extend(_ends(item, ids))
             continue
+        ends.append((edge.source, edge.target))
         if (edge.source, edge.target) in seen:
             ck.warning(
                 (*here, index),
@@ -246,7 +251,17 @@ def _edges(
             )
         seen.add((edge.source, edge.target))
         edges.append((edge, (*here, index)))
-    return edges
+    return edges, ends
+
+
+def _ends(item: Any, ids: dict[str, int]) -> list[tuple[str, str]]:
+    """`(from, to)` of an edge that did not parse, when both name known nodes."""
+    if not isinstance(item, dict):
+        return []
+    source, target = item.get("from"), item.get("to")
+    if isinstance(source, str) and isinstance(target, str) and source in ids and target in ids:
+        return [(source, target)]
+    return []
 
 
 def parse_edge(ck: Checker, raw: Any, path: KeyPath, ids: dict[str, int]) -> EdgeConfig | None:
@@ -304,10 +319,12 @@ def parse_condition(ck: Checker, raw: Any, path: KeyPath) -> ConditionConfig | N
     if raw is False:
         return ConditionConfig("function", FunctionCondition("false"))
     if isinstance(raw, str):  # ChatDev: a name is a function condition ("true" included)
-        name = raw.strip()
-        if name.lower() in ("true", "false"):
-            name = name.lower()
-        return _typed(ck, {"type": "function", "config": {"name": name}}, path)
+        from devall_cli.edges.function_condition import condition_from_text
+
+        if not raw.strip():
+            ck.error(path, "condition must not be empty: write true, or a function name")
+            return None
+        return condition_from_text(ck, raw, path)
     return _typed(ck, raw, path)
 
 
@@ -358,14 +375,14 @@ def parse_process(ck: Checker, raw: Any, path: KeyPath) -> ProcessorConfig | boo
 def _check_cycle_starts(
     ck: Checker,
     ids: dict[str, int],
-    edges: list[tuple[EdgeConfig, KeyPath]],
+    ends: list[tuple[str, str]],
     start: tuple[str, ...],
     path: KeyPath,
 ) -> None:
     """A cycle may hold at most one start node (ChatDev: its entry when nothing enters it)."""
     successors: dict[str, list[str]] = {node_id: [] for node_id in ids}
-    for edge, _ in edges:
-        successors.setdefault(edge.source, []).append(edge.target)
+    for source, target in ends:
+        successors.setdefault(source, []).append(target)
     from devall_cli.engine.topology import strongly_connected
 
     for cycle in strongly_connected(list(successors), successors):

@@ -13,6 +13,7 @@ from types import MappingProxyType
 from typing import Any
 
 from devall_cli.config.dynamic import DynamicConfig
+from devall_cli.config.function_dirs import NO_FOLDER, FunctionFolder
 from devall_cli.errors import ConfigIssue
 from devall_cli.redaction import Redactor
 
@@ -116,11 +117,16 @@ class FunctionToolingConfig:
 
     tools: tuple[FunctionRef, ...]
     timeout: float = 30.0
-    functions_dir: str = ""  # absolute; filled in by the loader
+    folder: FunctionFolder = NO_FOLDER  # where the loader found the functions
+
+    @property
+    def functions_dir(self) -> str:
+        """The functions directory (absolute), as listings show it."""
+        return self.folder.root
 
     def identity(self) -> tuple[Any, ...]:
         """Function tooling has no server; each entry is its own source."""
-        return ("function", self.functions_dir, self.tools, self.timeout)
+        return ("function", self.folder, self.tools, self.timeout)
 
     def display_target(self) -> str:
         """The functions directory."""
@@ -228,6 +234,7 @@ class FunctionCondition:
     """`condition: {type: function, config: {name}}`; `true` and `false` are built in."""
 
     name: str = "true"
+    file: str = ""  # the module defining it (absolute), found by the loader; "" when built in
 
 
 @dataclass(frozen=True)

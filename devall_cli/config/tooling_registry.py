@@ -124,6 +124,8 @@ def parse_tooling_entry(ck: Checker, raw: Any, path: KeyPath) -> ToolingConfig |
 
 def _prefix(ck: Checker, entry: Mapping[str, Any], path: KeyPath) -> str | None:
     prefix = opt_str(ck, entry, "prefix", path)
+    if prefix == "":  # ChatDev writes `prefix: ''` for no prefix
+        return None
     if prefix is not None and not _PREFIX.fullmatch(prefix):
         ck.error(
             (*path, "prefix"),

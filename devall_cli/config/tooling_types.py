@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from devall_cli.config.function_dirs import TOOLS, FunctionFolder, locate
 from devall_cli.config.model import (
     FunctionRef,
     FunctionToolingConfig,
@@ -39,7 +40,6 @@ if TYPE_CHECKING:
     from devall_cli.tools.plan import SourceContext
 
 DEFAULT_TOOL_SOURCES = ("mcp_tools",)
-FUNCTIONS_DIR_ENV = "DEVALL_FUNCTIONS_DIR"
 
 _REMOTE_KEYS = KeySpec(
     known=frozenset({"server", "headers", "timeout", "cache_ttl", "tool_sources"})
@@ -153,34 +153,42 @@ def _cwd(ck: Checker, config: dict[str, Any], path: KeyPath) -> str | None:
     return str(resolved)
 
 
-def functions_dir(ck: Checker) -> Path:
-    """`DEVALL_FUNCTIONS_DIR` if set, else `functions/` beside the workflow file (absolute)."""
-    configured = ck.environ.get(FUNCTIONS_DIR_ENV, "").strip()
-    if configured:
-        return Path(os.path.expanduser(configured)).resolve()
-    return (ck.workflow_dir / "functions").resolve()
+def functions_folder(ck: Checker, kind: str = TOOLS) -> FunctionFolder:
+    """Where functions of `kind` are looked for, for the workflow being loaded."""
+    return locate(kind, ck.workflow_dir, ck.environ)
 
 
 def parse_function(
     ck: Checker, config: dict[str, Any], path: KeyPath
 ) -> FunctionToolingConfig | None:
-    """`type: function`: Python functions from the functions directory."""
+    """`type: function`: Python functions from the functions directory.
+
+    Every reference is checked, also when others are wrong, and each problem is reported at the
+    entry that names it.
+    """
     check_keys(ck, config, path, _FUNCTION_KEYS)
     refs = _function_refs(ck, config, path)
     timeout = opt_number(ck, config, "timeout", path, 30.0, positive=True)
     if refs is None:
         return None
-    directory = functions_dir(ck)
-    names = _resolve_functions(ck, directory, refs, path)
-    if names is None:
+    folder = functions_folder(ck)
+    usable = tuple(ref for _, ref in refs)
+    names = _resolve_functions(ck, folder, refs, path)
+    if names is None or len(usable) != len(_entries(config)):
         return None
     ck.static_tool_names[path[:-1]] = names
-    return FunctionToolingConfig(tools=refs, timeout=timeout, functions_dir=str(directory))
+    return FunctionToolingConfig(tools=usable, timeout=timeout, folder=folder)
+
+
+def _entries(config: dict[str, Any]) -> list[Any]:
+    tools = config.get("tools")
+    return tools if isinstance(tools, list) else []
 
 
 def _function_refs(
     ck: Checker, config: dict[str, Any], path: KeyPath
-) -> tuple[FunctionRef, ...] | None:
+) -> list[tuple[int, FunctionRef]] | None:
+    """(index in `tools`, reference) of every well-formed entry; None when `tools` is unusable."""
     tools = config.get("tools")
     here = (*path, "tools")
     if tools is UNRESOLVED:
@@ -191,7 +199,7 @@ def _function_refs(
     if not isinstance(tools, list):
         ck.error(here, f"tools must be a list of {{name: ...}} entries, got {describe(tools)}")
         return None
-    refs: list[FunctionRef] = []
+    refs: list[tuple[int, FunctionRef]] = []
     for index, item in enumerate(tools):
         entry = get_mapping(ck, item, (*here, index), "a function tool entry")
         if entry is None:
@@ -199,30 +207,29 @@ def _function_refs(
         check_keys(ck, entry, (*here, index), _FUNCTION_REF_KEYS)
         name = opt_str(ck, entry, "name", (*here, index), required=True)
         if name is not None:
-            refs.append(FunctionRef(name.strip()))
-    return tuple(refs) if len(refs) == len(tools) else None
+            refs.append((index, FunctionRef(name.strip())))
+    return refs
 
 
 def _resolve_functions(
-    ck: Checker, directory: Path, refs: tuple[FunctionRef, ...], path: KeyPath
+    ck: Checker,
+    folder: FunctionFolder,
+    refs: list[tuple[int, FunctionRef]],
+    path: KeyPath,
 ) -> list[str] | None:
-    """The final function names, or None after reporting why they cannot be resolved."""
-    try:
-        from devall_cli.config.functions import FunctionResolutionError, resolve_function_tools
-    except ImportError:  # function discovery not available: accept the names as written
-        return [ref.name for ref in refs if ":" not in ref.name]
-    try:
-        infos = resolve_function_tools(directory, refs)
-    except FunctionResolutionError as exc:
+    """The final function names, or None after reporting every reason they cannot be resolved."""
+    from devall_cli.config.functions import resolve_functions
+
+    infos, problems = resolve_functions(folder, [ref for _, ref in refs])
+    for problem in problems:
         where: KeyPath = (*path, "tools")
-        if exc.index is not None:
-            where = (*where, exc.index, "name")
-        ck.error(where, exc.message)
-        return None
+        if problem.index is not None:
+            where = (*where, refs[problem.index][0], "name")
+        ck.error(where, problem.message)
     for info in infos:
         for warning in info.warnings:
-            ck.warning((*path, "tools", info.ref_index, "name"), warning)
-    return [info.name for info in infos]
+            ck.warning((*path, "tools", refs[info.ref_index][0], "name"), warning)
+    return None if problems else [info.name for info in infos]
 
 
 # --- runtime: each type makes its source (the heavy modules are imported only here) ------

@@ -22,8 +22,9 @@ Processor = Callable[[Message], "Message | None"]
 class EdgeEnv(Protocol):
     """What conditions and processors may use from the run when they are built."""
 
-    def function(self, folder: str, name: str) -> Callable[..., Any] | None:
-        """A user function from `functions/<folder>/` (`edge`, `edge_processor`), or None."""
+    def function(self, name: str, file: str) -> Callable[..., Any]:
+        """The user function `name` of the module `file` (found when the workflow was loaded),
+        its module imported; a module that cannot be imported raises ConfigError."""
         ...
 
     def state(self) -> dict[str, Any]:
@@ -58,4 +59,6 @@ class ProcessorType:
 CONDITION_TYPES: Registry[ConditionType] = Registry(
     "condition type", ("devall_cli.edges.keyword", "devall_cli.edges.function_condition")
 )
-PROCESSOR_TYPES: Registry[ProcessorType] = Registry("processor type", ())
+PROCESSOR_TYPES: Registry[ProcessorType] = Registry(
+    "processor type", ("devall_cli.edges.regex_extract", "devall_cli.edges.function_processor")
+)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from devall_cli.config.model import Workflow
+from devall_cli.errors import ConfigError
 
 
 class WorkflowEdgeEnv:
@@ -13,12 +15,26 @@ class WorkflowEdgeEnv:
 
     def __init__(self, workflow: Workflow) -> None:
         self.workflow = workflow
-        self._state: dict[str, Any] = {"workflow_dir": str(workflow.directory)}
+        # ChatDev hands processor functions its global state; the keys its own functions read.
+        self._state: dict[str, Any] = {
+            "graph_directory": workflow.directory,
+            "workflow_dir": str(workflow.directory),
+            "vars": dict(workflow.vars),
+        }
 
-    def function(self, folder: str, name: str) -> Callable[..., Any] | None:
-        """A function of `functions/<folder>/` (not available yet: none is found)."""
-        return None
+    def function(self, name: str, file: str) -> Callable[..., Any]:
+        """Import the module `file` (once per process) and return its function `name`.
+
+        The module's top-level code runs here; an import that fails is a ConfigError naming
+        the file and line, as for function tools.
+        """
+        from devall_cli.config.function_loading import FunctionResolutionError, load_named
+
+        try:
+            return load_named(Path(file), name)
+        except FunctionResolutionError as exc:
+            raise ConfigError(exc.message) from None
 
     def state(self) -> dict[str, Any]:
-        """The state processor functions receive as their second argument."""
+        """The state processor functions receive as their second argument (one dict per run)."""
         return self._state

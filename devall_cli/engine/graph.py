@@ -106,6 +106,7 @@ class Link:
     label: str
     processor: Processor | None
     triggered: bool = False
+    process_label: str = ""  # how the trace and errors name the processor
 
 
 @dataclass
@@ -192,12 +193,13 @@ class GraphRun:
         assert condition_type is not None, edge.condition.type
         condition = condition_type.build(edge.condition.config, self.env.edge_env)
         label = condition_type.label(edge.condition.config) or condition_type.name
-        processor = None
+        processor, process_label = None, ""
         if edge.process is not None:
             processor_type = PROCESSOR_TYPES.get(edge.process.type)
             assert processor_type is not None, edge.process.type
             processor = processor_type.build(edge.process.config, self.env.edge_env)
-        link = Link(edge, condition, label, processor)
+            process_label = processor_type.label(edge.process.config) or processor_type.name
+        link = Link(edge, condition, label, processor, process_label=process_label)
         source.outgoing.append(link)
         target.incoming.append(link)
         if target.id not in source.successors:
@@ -451,8 +453,8 @@ class GraphRun:
                 processed = link.processor(payload)
             except Exception as exc:
                 raise RunFailedError(
-                    f"edge {source.path} → {target.path}: processor raised "
-                    f"{type(exc).__name__}: {exc}"
+                    f"edge {source.path} → {target.path}: processor '{link.process_label}' "
+                    f"raised {type(exc).__name__}: {exc}"
                 ) from exc
             if processed is None:
                 return None

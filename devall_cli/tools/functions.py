@@ -180,7 +180,7 @@ class FunctionSource:
         )
 
     def _resolve(self) -> list[FunctionInfo]:
-        return resolve_function_tools(Path(self.config.functions_dir), self.config.tools)
+        return resolve_function_tools(self.config.folder, self.config.tools)
 
     async def _import(self, infos: list[FunctionInfo]) -> None:
         missing = [info for info in infos if info.name not in self._callables]

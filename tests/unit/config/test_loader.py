@@ -447,6 +447,15 @@ def test_a_prefix_resolves_duplicate_function_names(tmp_path: Path) -> None:
     assert len(agent(flow).tooling) == 2
 
 
+def test_an_empty_prefix_is_no_prefix_as_in_chatdevs_files(tmp_path: Path) -> None:
+    write(tmp_path, FUNCTIONS, "functions/tools.py")
+    flow = load(
+        tmp_path, function_flow("{type: function, prefix: '', config: {tools: [{name: get_time}]}}")
+    )
+    entry = agent(flow).tooling[0]
+    assert (entry.prefix, entry.final_name("get_time")) == (None, "get_time")
+
+
 # --- edges and graph ----------------------------------------------------------------------
 
 GRAPH = """\

@@ -89,8 +89,8 @@ NEVER = ConditionConfig("function", FunctionCondition("false"))
 
 
 class NoFunctions:
-    def function(self, folder: str, name: str) -> Any:
-        return None
+    def function(self, name: str, file: str) -> Any:
+        raise AssertionError(f"no user function in these tests: {name}")
 
     def state(self) -> dict[str, Any]:
         return {}

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from devall_cli.config.function_dirs import tools_folder
 from devall_cli.config.model import FunctionRef, FunctionToolingConfig
 from devall_cli.errors import ConfigError
 from devall_cli.tools.attachments import AttachmentStore
@@ -28,7 +29,7 @@ def make_source(
 ) -> FunctionSource:
     config = FunctionToolingConfig(
         tools=tuple(FunctionRef(n) for n in names), timeout=timeout,
-        functions_dir=str(directory),
+        folder=tools_folder(directory),
     )
     return FunctionSource(id="functions-0", config=config, store=store, context=context)
 
