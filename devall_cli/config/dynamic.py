@@ -22,11 +22,11 @@ from devall_cli.config.schema import (
     KeySpec,
     check_keys,
     check_regex,
-    describe,
     get_mapping,
     opt_bool,
     opt_int,
     opt_str,
+    regex_group,
     suggest,
 )
 from devall_cli.config.yaml_source import KeyPath, format_path
@@ -205,7 +205,7 @@ def _parse_regex(ck: Checker, config: dict[str, Any], path: KeyPath) -> RegexSpl
     check_keys(ck, config, path, _REGEX_KEYS)
     errors = ck.error_count
     pattern = opt_str(ck, config, "pattern", path, required=True)
-    group = _group(ck, config.get("group"), (*path, "group"))
+    group = regex_group(ck, config.get("group"), (*path, "group"))
     options = {
         key: opt_bool(ck, config, key, path, default)
         for key, default in (("case_sensitive", True), ("multiline", False), ("dotall", False))
@@ -217,18 +217,6 @@ def _parse_regex(ck: Checker, config: dict[str, Any], path: KeyPath) -> RegexSpl
     if check_regex(ck, pattern, (*path, "pattern"), "pattern", split.flags()):
         _group_exists(ck, split, (*path, "group"))
     return None if ck.error_count > errors else split
-
-
-def _group(ck: Checker, value: Any, path: KeyPath) -> int | str | None:
-    """A group number (a digit string counts) or a group name."""
-    if value is None or value is UNRESOLVED:
-        return None
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-        return value
-    if isinstance(value, str) and value.strip():
-        return int(value) if value.strip().isdigit() else value.strip()
-    ck.error(path, f"group must be a group number or name, got {describe(value)}")
-    return None
 
 
 def _group_exists(ck: Checker, split: RegexSplit, path: KeyPath) -> None:

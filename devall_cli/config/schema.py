@@ -409,3 +409,21 @@ def is_http_url(text: str) -> bool:
 def path_text(path: KeyPath) -> str:
     """The dotted form of `path` for messages."""
     return format_path(path)
+
+
+def regex_group(ck: Checker, value: Any, path: KeyPath) -> int | str | None:
+    """A regex capture group: a number (digits in text count, as in ChatDev) or a name.
+
+    None, and an empty text (ChatDev's files write `group: ''`), mean the whole match.
+    """
+    if value is None or value is UNRESOLVED or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value < 0:
+            ck.error(path, f"group must be a group number (0 or more) or name, got {value}")
+            return None
+        return value
+    if isinstance(value, str):
+        return int(value) if value.strip().isdigit() else value.strip()
+    ck.error(path, f"group must be a group number or name, got {describe(value)}")
+    return None

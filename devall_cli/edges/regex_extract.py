@@ -14,7 +14,6 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from devall_cli.config.placeholders import UNRESOLVED
 from devall_cli.config.schema import (
     Checker,
     KeySpec,
@@ -22,6 +21,7 @@ from devall_cli.config.schema import (
     describe,
     opt_bool,
     opt_str,
+    regex_group,
 )
 from devall_cli.config.yaml_source import KeyPath
 from devall_cli.edges.base import PROCESSOR_TYPES, EdgeEnv, Processor, ProcessorType
@@ -75,7 +75,7 @@ def parse_regex_extract(ck: Checker, config: dict[str, Any], path: KeyPath) -> R
     check_keys(ck, config, path, KEYS)
     errors = ck.error_count
     pattern = opt_str(ck, config, "pattern", path, required=True)
-    group = _group(ck, config.get("group"), (*path, "group"))
+    group = regex_group(ck, config.get("group"), (*path, "group"))
     on_no_match = opt_str(ck, config, "on_no_match", path) or "pass"
     if on_no_match not in NO_MATCH:
         ck.error(
@@ -96,21 +96,6 @@ def parse_regex_extract(ck: Checker, config: dict[str, Any], path: KeyPath) -> R
     if pattern is not None:
         _check_pattern(ck, settings, path)
     return None if ck.error_count > errors else settings
-
-
-def _group(ck: Checker, value: Any, path: KeyPath) -> int | str | None:
-    """A group number (digits in text count, as in ChatDev) or a group name."""
-    if value is None or value is UNRESOLVED:
-        return None
-    if isinstance(value, int) and not isinstance(value, bool):
-        if value < 0:
-            ck.error(path, f"group must be a group number (0 or more) or name, got {value}")
-            return None
-        return value
-    if isinstance(value, str) and value.strip():
-        return int(value) if value.strip().isdigit() else value.strip()
-    ck.error(path, f"group must be a group number or name, got {describe(value)}")
-    return None
 
 
 def _check_pattern(ck: Checker, settings: RegexExtract, path: KeyPath) -> None:

@@ -314,3 +314,10 @@ def test_dynamic_on_a_node_is_ignored_with_a_warning_and_null_silently(tmp_path:
     assert flow is not None
     assert [(i.severity, i.path) for i in found] == [("warning", "graph.nodes[1].dynamic")]
     assert "put it on the edges into the node" in found[0].message
+
+
+def test_an_empty_group_means_the_whole_match_as_in_chatdevs_files(tmp_path: Path) -> None:
+    edge = first_edge(
+        tmp_path, "{type: map, split: {type: regex, config: {pattern: 'a(b)', group: ''}}}"
+    )
+    assert edge.dynamic is not None and edge.dynamic.split.group is None
