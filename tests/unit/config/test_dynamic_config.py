@@ -320,4 +320,6 @@ def test_an_empty_group_means_the_whole_match_as_in_chatdevs_files(tmp_path: Pat
     edge = first_edge(
         tmp_path, "{type: map, split: {type: regex, config: {pattern: 'a(b)', group: ''}}}"
     )
-    assert edge.dynamic is not None and edge.dynamic.split.group is None
+    assert edge.dynamic is not None
+    split = edge.dynamic.split.config
+    assert isinstance(split, RegexSplit) and split.group is None
