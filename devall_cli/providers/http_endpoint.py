@@ -1,0 +1,279 @@
+"""POSTing JSON to an OpenAI-compatible endpoint: retries, deadlines, size limits, error mapping.
+
+This is the one place where httpx exceptions become devall errors (`translate_httpx_error`);
+the chat provider (`openai.py`) and the embeddings client of agent memory both post through a
+`JsonEndpoint`. Transient failures (connection errors, timeouts, 408/409/425/429/5xx) are retried
+with exponential backoff and jitter, honouring `Retry-After`; what is left after the retries is
+raised as `LLMUnreachableError` (exit 4) or `LLMHTTPError` (exit 5). Messages name the endpoint
+URL without userinfo or query, and never the API key.
+
+`timeout` is a deadline for each whole attempt, reading the answer included: httpx's own
+timeouts bound each read, which an endpoint trickling one byte at a time never lets expire. An
+answer longer than `limits.MODEL_REPLY_BYTES` is refused as soon as that is known.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import random
+import re
+import time
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+
+from devall_cli import __version__, limits
+from devall_cli.errors import DevallError, LLMHTTPError, LLMUnreachableError
+from devall_cli.redaction import Redactor
+
+# Module-level so that tests (of this module or of the engine) can shorten the waits.
+BACKOFF_BASE = 0.5
+BACKOFF_CAP = 8.0
+RETRY_AFTER_CAP = 30.0
+RETRY_STATUSES = frozenset({408, 409, 425, 429, *range(500, 600)})
+# The httpx exceptions `post` catches; every subclass maps to a DevallError.
+CAUGHT_HTTPX_ERRORS: tuple[type[Exception], ...] = (httpx.HTTPError, httpx.InvalidURL)
+_RETRYABLE_HTTPX_ERRORS = (
+    httpx.TimeoutException,
+    httpx.NetworkError,
+    httpx.RemoteProtocolError,
+    httpx.ProxyError,
+)
+_EXCERPT_CHARS = 200
+
+
+class DeadlineExceededError(httpx.TimeoutException):
+    """An attempt did not complete, answer included, within the endpoint's timeout."""
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One HTTP answer of the endpoint, its body read (within the size limit)."""
+
+    status_code: int
+    headers: httpx.Headers
+    content: bytes
+
+
+class JsonEndpoint:
+    """One endpoint URL that JSON bodies are POSTed to, with retries; one per client."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        api_key: str | None,
+        timeout: float,
+        retries: int,
+        redactor: Redactor | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        backoff_base: float | None = None,
+        backoff_cap: float | None = None,
+        retry_after_cap: float | None = None,
+    ) -> None:
+        self._url = url
+        self.display_url = safe_url(url)
+        # Error excerpts are cut short here, so they are masked here first.
+        self._redactor = (redactor or Redactor()).with_secrets([api_key or ""])
+        self._retries = max(0, retries)
+        self._deadline = timeout if timeout > 0 else None
+        self._timeout = httpx.Timeout(self._deadline)
+        self._backoff_base = BACKOFF_BASE if backoff_base is None else backoff_base
+        self._backoff_cap = BACKOFF_CAP if backoff_cap is None else backoff_cap
+        self._retry_after_cap = RETRY_AFTER_CAP if retry_after_cap is None else retry_after_cap
+        self._headers = {"Content-Type": "application/json", "User-Agent": f"devall/{__version__}"}
+        if api_key:
+            self._headers["Authorization"] = f"Bearer {api_key}"
+        self._client = httpx.AsyncClient(transport=transport, timeout=self._timeout)
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections (idempotent)."""
+        await self._client.aclose()
+
+    async def post(self, payload: bytes) -> Answer:
+        """POST `payload`; the successful answer, or a DevallError after the retries."""
+        attempts = self._retries + 1
+        for attempt in range(1, attempts + 1):
+            final = attempt == attempts
+            try:
+                response = await self._post(payload, read_body=final)
+            except CAUGHT_HTTPX_ERRORS as exc:
+                if final or not isinstance(exc, _RETRYABLE_HTTPX_ERRORS):
+                    raise translate_httpx_error(exc, self.display_url, attempts=attempt) from exc
+                await asyncio.sleep(self._backoff(attempt))
+                continue
+            if response.status_code in RETRY_STATUSES and not final:
+                await asyncio.sleep(self._retry_delay(attempt, response))
+                continue
+            if response.status_code >= 300:
+                raise self._http_error(response, attempt)
+            return response
+        raise AssertionError("the last attempt always returns or raises")  # pragma: no cover
+
+    async def _post(self, payload: bytes, *, read_body: bool) -> Answer:
+        """One attempt, body included, within the deadline; a body to retry on is not read."""
+        try:
+            async with asyncio.timeout(self._deadline):
+                async with self._client.stream(
+                    "POST", self._url, content=payload, headers=self._headers, timeout=self._timeout
+                ) as response:
+                    status = response.status_code
+                    if status in RETRY_STATUSES and not read_body:
+                        content = b""
+                    elif status >= 300:
+                        content = await _read_some(response, limits.MODEL_ERROR_BODY_BYTES)
+                    else:
+                        content = await self._read_reply(response)
+                    return Answer(status, response.headers, content)
+        except TimeoutError:
+            reason = f"no complete answer within {self._deadline:g} s"
+            raise DeadlineExceededError(reason) from None
+
+    async def _read_reply(self, response: httpx.Response) -> bytes:
+        """The whole body, refused (LLMHTTPError) once it proves longer than the limit."""
+        limit = limits.MODEL_REPLY_BYTES
+        declared = response.headers.get("Content-Length", "")
+        if declared.isdigit() and int(declared) > limit:
+            raise self._too_long(f"{declared} bytes")
+        body = bytearray()
+        async for chunk in response.aiter_bytes():
+            body += chunk
+            if len(body) > limit:
+                raise self._too_long(f"more than {limit} bytes")
+        return bytes(body)
+
+    def _too_long(self, size: str) -> LLMHTTPError:
+        return LLMHTTPError(
+            f"model endpoint {self.display_url} answered with {size}; devall reads at most "
+            f"{limits.MODEL_REPLY_BYTES} bytes of a model's answer"
+        )
+
+    def _backoff(self, attempt: int) -> float:
+        """Exponential backoff with jitter: base * 2^(attempt-1), capped, times 0.5 to 1."""
+        delay: float = min(self._backoff_cap, self._backoff_base * 2.0 ** (attempt - 1))
+        return delay * random.uniform(0.5, 1.0)
+
+    def _retry_delay(self, attempt: int, response: Answer) -> float:
+        asked = parse_retry_after(response.headers.get("Retry-After"))
+        if asked is None:
+            return self._backoff(attempt)
+        return min(asked, self._retry_after_cap)
+
+    def _http_error(self, response: Answer, attempts: int) -> LLMHTTPError:
+        status = response.status_code
+        excerpt = response_excerpt(response.content, self._redactor)
+        tries = f" after {attempts} attempts" if attempts > 1 else ""
+        message = f"model endpoint {self.display_url} answered HTTP {status}{tries}"
+        return LLMHTTPError(f"{message}: {excerpt}" if excerpt else message, status_code=status)
+
+
+def invalid_response(display_url: str, reason: str) -> LLMHTTPError:
+    """The error for a 2xx answer devall cannot use."""
+    return LLMHTTPError(f"invalid response from model endpoint {display_url}: {reason}")
+
+
+def endpoint_url(base_url: str, path: str) -> str:
+    """`{base_url}/{path}`, keeping a query such as `?api-version=…` at the end."""
+    try:
+        parts = urlsplit(base_url.strip())
+    except ValueError:
+        # Left to httpx, whose InvalidURL is translated like every other request failure.
+        return base_url.strip().rstrip("/") + "/" + path
+    joined = parts.path.rstrip("/") + "/" + path
+    return urlunsplit((parts.scheme, parts.netloc, joined, parts.query, ""))
+
+
+# --- errors -------------------------------------------------------------------------------------
+
+
+def translate_httpx_error(
+    exc: Exception, display_url: str, *, attempts: int = 1
+) -> DevallError:
+    """The DevallError for an httpx exception raised while talking to `display_url`.
+
+    Secrets in the message are masked where it is printed or written (the run's Redactor).
+    """
+    where = f"model endpoint {display_url}"
+    reason = str(exc) or type(exc).__name__
+    tail = f" (after {attempts} attempts)" if attempts > 1 else ""
+    if isinstance(exc, httpx.TimeoutException):
+        why = str(exc) if isinstance(exc, DeadlineExceededError) else type(exc).__name__
+        return LLMUnreachableError(f"{where} timed out ({why}){tail}")
+    if isinstance(exc, httpx.InvalidURL | httpx.UnsupportedProtocol):
+        return LLMUnreachableError(f"invalid URL for {where}: {reason}")
+    if isinstance(exc, httpx.HTTPStatusError):
+        status = exc.response.status_code
+        return LLMHTTPError(f"{where} answered HTTP {status}{tail}", status_code=status)
+    if isinstance(exc, httpx.DecodingError | httpx.TooManyRedirects):
+        return LLMHTTPError(f"invalid response from {where}: {reason}")
+    if isinstance(exc, httpx.TransportError):
+        return LLMUnreachableError(f"cannot reach {where}: {reason}{tail}")
+    return LLMHTTPError(f"request to {where} failed: {reason}")
+
+
+async def _read_some(response: httpx.Response, limit: int) -> bytes:
+    """The first `limit` bytes of the body, or all of a shorter one; the rest is left unread."""
+    body = bytearray()
+    async for chunk in response.aiter_bytes():
+        body += chunk
+        if len(body) >= limit:
+            break
+    return bytes(body[:limit])
+
+
+def safe_url(url: str) -> str:
+    """`url` without userinfo, query or fragment, fit to show in messages and logs."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = parts.port
+    except ValueError:
+        return "<invalid URL>"
+    if ":" in host:
+        host = f"[{host}]"  # IPv6 literal
+    netloc = f"{host}:{port}" if port is not None else host
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def error_text(error: Any) -> str:
+    """The message of an API `error` member (an object with `message`, or text)."""
+    if isinstance(error, dict):
+        return str(error.get("message") or "")
+    return "" if error is None else str(error)
+
+
+def response_excerpt(content: bytes, redactor: Redactor | None = None) -> str:
+    """A short one-line excerpt of an error body: the API's error message, or the text."""
+    text = content.decode("utf-8", errors="replace")
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    if isinstance(data, dict) and data.get("error"):
+        text = error_text(data["error"])
+    text = re.sub(r"\s+", " ", text).strip()
+    return (redactor or Redactor()).preview(text, _EXCERPT_CHARS, tail="…")
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Seconds to wait per a `Retry-After` header (seconds or HTTP date); None if unusable."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when.tzinfo is None:
+            return None
+        seconds = when.timestamp() - time.time()
+    if seconds != seconds:  # NaN
+        return None
+    return max(0.0, seconds)
