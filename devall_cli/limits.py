@@ -17,12 +17,17 @@ ENV_FILE_BYTES = 1 * MB  # one `.env` file (KEY=VALUE lines)
 TASK_BYTES = 10 * MB  # the task of `devall run --task-file PATH|-`
 MODEL_REPLY_BYTES = 10 * MB  # the body of one model endpoint answer, after decompression
 BASE64_BYTES = 50 * MB  # base64 content of one binary tool result block (not decoded past it)
+MEMORY_FILE_BYTES = 256 * MB  # a memory store's JSON file (memory_path, index_path)
+SKILL_FILE_BYTES = 128 * 1024  # a SKILL.md, or a file read_skill_file reads (ChatDev's limit)
 
 # Cut past the limit, with a marker saying how much was kept.
 TOOL_RESULT_CHARS = 1_000_000  # text of one tool result kept for the trace, logs and the model
 STDIO_LINE_BYTES = 16 * MB  # one line a local server writes on stdout or stderr (dropped)
 SERVER_LOG_BYTES = 10 * MB  # servers/<id>.log; then it moves to <id>.log.1 and starts afresh
 MODEL_ERROR_BODY_BYTES = 64 * 1024  # what is read of an error answer, to quote its message
+
+# Left out past the limit, with a note in the trace.
+MEMORY_SOURCE_BYTES = 10 * MB  # one file a file memory indexes
 
 
 def cut_marker(kept: int, total: int) -> str:
