@@ -36,6 +36,7 @@ from devall_cli.engine.events import (
 )
 from devall_cli.engine.topology import Item, dag_layers, strongly_connected, super_layers
 from devall_cli.errors import DevallError, RunFailedError
+from devall_cli.memory.bank import MemoryBank, MemoryContext
 from devall_cli.messages import ASSISTANT, USER, Message, task_messages
 from devall_cli.nodes import NODE_TYPES, NodeRun, NodeType
 from devall_cli.nodes.base import ToolDispatcher
@@ -59,6 +60,7 @@ class RunEnv:
     max_steps: int = DEFAULT_MAX_STEPS
     steps: int = 0
     serial: asyncio.Lock = field(default_factory=asyncio.Lock)  # nodes that run one at a time
+    memory: MemoryContext = field(default_factory=MemoryContext)  # what memory stores share
 
     def emit(self, event: Event) -> None:
         """Publish an event of this run."""
@@ -158,6 +160,7 @@ class GraphRun:
         self.graph = graph
         self.env = env
         self.prefix = prefix  # `outer/` for the nodes of a subgraph
+        self.memory = MemoryBank(env.memory, prefix.rstrip("/"))  # opened by `run`
         self.nodes: dict[str, NodeState] = {}
         for node in graph.nodes:
             kind = NODE_TYPES.get(node.type)
@@ -189,7 +192,21 @@ class GraphRun:
     # --- the whole graph ---------------------------------------------------------------
 
     async def run(self, task: Sequence[Message]) -> GraphOutcome:
-        """Run from the start nodes until nothing is triggered; the final output."""
+        """Run from the start nodes until nothing is triggered; the final output.
+
+        The graph's memory stores are loaded first and saved when it is done.
+        """
+        if self.graph.memory:
+            stores, context = self.graph.memory, self.env.memory
+            self.memory = await MemoryBank.open(stores, context, self.memory.graph)
+        try:
+            outcome = await self._run(task)
+            self.memory.save()
+        finally:
+            await self.memory.aclose()
+        return outcome
+
+    async def _run(self, task: Sequence[Message]) -> GraphOutcome:
         for node_id in self.graph.start:
             node = self.nodes[node_id]
             node.start_triggered = True
@@ -323,6 +340,7 @@ class GraphRun:
             run_dir=self.env.run_dir,
             workflow_dir=self.env.workflow_dir,
             run_subgraph=self._subgraph_runner(node),
+            memory=self.memory,
         )
         dynamic = [link for link in node.incoming if link.config.dynamic is not None]
         if dynamic:

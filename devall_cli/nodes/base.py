@@ -20,6 +20,8 @@ from devall_cli.messages import Message
 if TYPE_CHECKING:
     from devall_cli.config.model import GraphConfig, NodeConfig, ToolingConfig
     from devall_cli.engine.events import Event
+    from devall_cli.memory.bank import MemoryBank
+    from devall_cli.memory.base import MemoryRefConfig
     from devall_cli.providers.base import Provider
     from devall_cli.tools.base import ToolResult, ToolSpec
 
@@ -56,6 +58,7 @@ class NodeRun:
     workflow_dir: Path | None = None
     # Runs a graph as a subgraph of this node (the run's servers, secrets and guards apply).
     run_subgraph: SubgraphRunner | None = None
+    memory: MemoryBank | None = None  # the memory stores of the node's graph
     extras: dict[str, Any] = field(default_factory=dict)
 
 
@@ -75,6 +78,10 @@ def _no_details(settings: Any) -> dict[str, Any]:
     return {}
 
 
+def _no_memory_refs(settings: Any) -> tuple[MemoryRefConfig, ...]:
+    return ()
+
+
 @dataclass(frozen=True)
 class NodeType:
     """One node type: how its `config` is read and how a visit runs."""
@@ -88,6 +95,8 @@ class NodeType:
     tooling: Callable[[Any], tuple[ToolingConfig, ...]] = _no_tooling
     subgraphs: Callable[[Any], tuple[GraphConfig, ...]] = _no_subgraphs
     details: Callable[[Any], dict[str, Any]] = _no_details  # extra fields for validate --json
+    # The graph's memory stores a node uses (checked against `graph.memory` by the loader).
+    memory_refs: Callable[[Any], tuple[MemoryRefConfig, ...]] = _no_memory_refs
 
 
 def walk_nodes(graph: GraphConfig, prefix: str = "") -> Iterator[tuple[str, NodeConfig]]:
