@@ -236,6 +236,7 @@ class EmbeddingsEvent(Event):
 
     kind: ClassVar[str] = "memory.embeddings"
     store: str
+    graph: str = ""
     node_id: str = ""  # "" while a store is loaded
     inputs: int = 0
     usage: Mapping[str, int] = field(default_factory=dict)

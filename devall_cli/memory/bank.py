@@ -105,6 +105,7 @@ class MemoryBank:
         client = EmbeddingClient(
             config,
             store=store,
+            graph=self.graph,
             run_id=self.context.run_id,
             emit=self.context.emit,
             environ=self.context.environ,

@@ -37,6 +37,7 @@ class EmbeddingClient:
         config: EmbeddingConfig,
         *,
         store: str,
+        graph: str = "",
         run_id: str = "",
         emit: Callable[[Event], None] | None = None,
         environ: Mapping[str, str] | None = None,
@@ -53,6 +54,7 @@ class EmbeddingClient:
         )
         self._config = config
         self._store = store
+        self._graph = graph
         self._run_id = run_id
         self._emit = emit or (lambda event: None)
         self._dimensions = FALLBACK_DIMENSIONS
@@ -97,6 +99,7 @@ class EmbeddingClient:
             EmbeddingsEvent(
                 run_id=self._run_id,
                 store=self._store,
+                graph=self._graph,
                 node_id=node,
                 inputs=len(inputs),
                 usage=usage,

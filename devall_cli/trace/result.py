@@ -107,6 +107,7 @@ def build_result(
         "attachments": [_attachment(a) for a in result.attachments],
         "servers": [asdict(server) for server in result.servers],
         "notes": list(result.notes),
+        "memory": [asdict(record) for record in result.memory],
         "totals": {
             "model_calls": result.model_calls,
             "tool_calls": result.tool_calls,
