@@ -127,7 +127,7 @@ class SkillTools:
         if not self.skills:
             return []
         return [
-            ToolSpec(name, name, description, schema, SOURCE, "skills", SOURCE)
+            ToolSpec(name, name, description, schema, SOURCE, "", SOURCE)
             for name, description, schema in _SPECS
         ]
 
