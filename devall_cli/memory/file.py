@@ -72,6 +72,7 @@ class FileMemory:
         self.name = context.name
         self.path = context.resolve(config.index_path)
         self.sources = config.sources
+        self.redactor = context.redactor
         self.embedder = context.embedder(config.embedding)
         self.items: list[MemoryItem] = []
         self.files: dict[str, dict[str, Any]] = {}  # path -> hash, size, chunks_count, indexed_at
@@ -175,7 +176,7 @@ class FileMemory:
         if not content.strip():
             return
         digest = _file_hash(path)
-        pieces = chunk_text(content)
+        pieces = chunk_text(self.redactor.text(content))  # no secret reaches the index
         self.files[path] = {
             "hash": digest,
             "size": size,
