@@ -29,7 +29,7 @@ from devall_cli.config.schema import (
 from devall_cli.config.yaml_source import KeyPath, format_path
 from devall_cli.edges import CONDITION_TYPES, PROCESSOR_TYPES
 from devall_cli.memory.base import MemoryRefConfig
-from devall_cli.memory.config import check_memory_refs, parse_memory_list
+from devall_cli.memory.config import check_memory_refs, declared_names, parse_memory_list
 from devall_cli.nodes import NODE_TYPES
 
 _GRAPH_KEYS = KeySpec(
@@ -90,7 +90,7 @@ def parse_graph(ck: Checker, raw: Any, path: KeyPath = ("graph",)) -> GraphConfi
     voting = opt_bool(ck, graph, "is_majority_voting", path, False)
     memory = parse_memory_list(ck, graph.get("memory"), (*path, "memory"))
     nodes, ids, parsed = _nodes(ck, graph, path)
-    check_memory_refs(ck, _memory_refs(parsed), memory)
+    check_memory_refs(ck, _memory_refs(parsed), declared_names(graph.get("memory")))
     start = _node_list(ck, graph, "start", path, ids, required=True)
     end = _node_list(ck, graph, "end", path, ids, required=False)
     edges = [] if voting else _edges(ck, graph, path, ids)

@@ -220,11 +220,18 @@ def _stages(ck: Checker, raw: Any, path: KeyPath) -> tuple[str, ...] | None:
     return tuple(stages)
 
 
-def check_memory_refs(
-    ck: Checker, refs: Iterable[MemoryRefConfig], stores: Sequence[MemoryStoreConfig]
-) -> None:
+def declared_names(raw: Any) -> list[str]:
+    """The names `graph.memory` declares, also of stores that have other errors (a reference to
+    one of those is not reported again)."""
+    if not isinstance(raw, list):
+        return []
+    names = [item.get("name") for item in raw if isinstance(item, dict)]
+    return list(dict.fromkeys(n.strip() for n in names if isinstance(n, str) and n.strip()))
+
+
+def check_memory_refs(ck: Checker, refs: Iterable[MemoryRefConfig], names: Sequence[str]) -> None:
     """Every reference names a store of its graph (each bad one reported where it is)."""
-    names = [store.name for store in stores]
+    names = list(names)
     for ref in refs:
         if ref.name in names:
             continue

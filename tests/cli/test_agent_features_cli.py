@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -378,3 +382,58 @@ def test_off_values_are_accepted(tmp_path: Path) -> None:
     )
     code, _, err = invoke("validate", str(path))
     assert (code, err) == (0, "")
+
+
+# --- Ctrl-C --------------------------------------------------------------------------------
+
+
+def test_ctrl_c_while_the_model_thinks_leaves_the_memory_file_whole(
+    tmp_path: Path, llm: FakeLLM
+) -> None:
+    path = tmp_path / "wf.yaml"
+    path.write_text(
+        f"""
+graph:
+  start: [a]
+  memory:
+    - {{name: board, type: blackboard, config: {{memory_path: board.json}}}}
+  nodes:
+    - id: a
+      type: agent
+      config:
+        provider: openai
+        name: m
+        base_url: {llm.base_url}
+        api_key: {KEY}
+        params: {{retries: 0}}
+        memories: [{{name: board}}]
+        thinking: {{type: reflection, config: {{reflection_prompt: Shorter.}}}}
+"""
+    )
+    llm.enqueue("first answer", "first reflection")
+    assert run(path, "one", tmp_path / "run1")[0] == 0
+    board = (tmp_path / "board.json").read_text()
+    llm.enqueue("second answer", FakeLLM.slow_reply(30, "never"))
+    out = tmp_path / "run2"
+    devall = Path(sys.executable).parent / "devall"
+    proc = subprocess.Popen(
+        [str(devall), "run", str(path), "--task", "two", "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and len(llm.chat_requests) < 4:
+            time.sleep(0.05)
+        assert len(llm.chat_requests) == 4  # the reflection request is waiting
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert result(out)["status"] == "interrupted"
+    assert [e["stage"] for e in events(out, "memory.retrieve")] == ["gen", "post_gen_thinking"]
+    assert (tmp_path / "board.json").read_text() == board  # nothing half-written
