@@ -156,3 +156,25 @@ def test_the_legacy_agent_memory_key_is_an_error(tmp_path: Path) -> None:
         "error: graph.nodes[0].config.memory: an agent-level memory block (ChatDev's old form) "
         "('memory') is not supported yet"
     ]
+
+
+def test_validating_a_memory_workflow_loads_neither_numpy_nor_httpx(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    path = write(
+        tmp_path,
+        """
+        - name: notes
+          type: simple
+          config: {embedding: {model: emb}}
+        """,
+        "memories: [{name: notes}]\nthinking: {type: reflection, config: {reflection_prompt: x}}",
+    )
+    code = (
+        "import sys\nfrom devall_cli.config.loader import load_workflow\n"
+        f"load_workflow({str(path)!r}, environ={{}})\n"
+        "print(sorted(m for m in ('numpy', 'httpx') if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
