@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -159,9 +161,6 @@ def test_the_legacy_agent_memory_key_is_an_error(tmp_path: Path) -> None:
 
 
 def test_validating_a_memory_workflow_loads_neither_numpy_nor_httpx(tmp_path: Path) -> None:
-    import subprocess
-    import sys
-
     path = write(
         tmp_path,
         """
