@@ -242,8 +242,9 @@ async def run_agent(run: NodeRun) -> list[Message]:
     thinking = AgentThinking.of(config, run, memory)
     provider = run.make_provider(config, run.state)
 
-    async def ask(stage: str, conversation: list[Mapping[str, Any]]) -> str:
-        reply = await _ask_model(run.path, 1, conversation, [], provider, run, stage=stage)
+    async def ask(stage: str, request: list[Mapping[str, Any]]) -> str:
+        # A thinking stage's call: traced with its stage, offering no tools.
+        reply = await _ask_model(run.path, 1, request, [], provider, run, stage=stage)
         return reply.content or ""
 
     try:

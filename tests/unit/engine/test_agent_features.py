@@ -2,18 +2,28 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from devall_cli.engine.events import EventBus, ModelRequestEvent, ToolResultEvent
+from devall_cli.config.model import EdgeConfig, GraphConfig, NodeConfig
+from devall_cli.config.schema import KeySpec
+from devall_cli.engine.events import (
+    EventBus,
+    MemoryLoadedEvent,
+    ModelRequestEvent,
+    ToolResultEvent,
+)
+from devall_cli.engine.graph import GraphRun, RunEnv
 from devall_cli.memory.bank import MemoryBank, MemoryContext
-from devall_cli.memory.base import MemoryRefConfig, MemoryStoreConfig
+from devall_cli.memory.base import AUTO, MemoryRefConfig, MemoryStoreConfig
 from devall_cli.memory.blackboard import BlackboardMemoryConfig
-from devall_cli.messages import USER, Message
-from devall_cli.nodes import NODE_TYPES, NodeRun
+from devall_cli.messages import USER, Message, task_messages
+from devall_cli.nodes import NODE_TYPES, NodeRun, NodeType
 from devall_cli.providers import make_provider
 from devall_cli.providers.base import AssistantMessage, Provider
+from devall_cli.redaction import Redactor
 from devall_cli.skills.config import SkillsConfig
 from devall_cli.thinking.base import ThinkingConfig
 from devall_cli.thinking.reflection import ReflectionConfig
@@ -182,3 +192,52 @@ async def test_skill_tools_are_answered_by_the_agent_and_their_instructions_foll
     assert tools.calls == [("A", "echo", {"text": "hi"})]  # the skill tool never reached it
     sources = {e.tool: e.source for e in visit.events.of(ToolResultEvent)}
     assert sources == {"activate_skill": "skill", "echo": "function"}
+
+
+# --- a graph run and its stores ----------------------------------------------------------------
+
+
+async def _run_inner(run: NodeRun) -> list[Message]:
+    assert run.run_subgraph is not None
+    return await run.run_subgraph(run.node.config, run.inputs, "")
+
+
+NODE_TYPES.register(
+    NodeType(
+        "nest", "runs its config (a graph) as a subgraph", KeySpec(frozenset()), None, _run_inner
+    )  # type: ignore[arg-type]
+)
+
+
+async def test_each_graph_loads_its_own_stores_and_saves_them_when_done(tmp_path: Path) -> None:
+    def board_graph(node: NodeConfig) -> GraphConfig:
+        store = MemoryStoreConfig("board", "blackboard", BlackboardMemoryConfig(AUTO))
+        return GraphConfig(nodes=(node,), start=(node.id,), memory=(store,))
+
+    writer = agent("w", turn("posted {input}"), memories=(MemoryRefConfig("board"),))
+    inner = board_graph(writer)
+    outer = board_graph(agent("a", turn("outer says hi"), memories=(MemoryRefConfig("board"),)))
+    outer = GraphConfig(
+        nodes=(*outer.nodes, NodeConfig("sub", "nest", inner)),
+        start=("a",),
+        edges=(EdgeConfig("a", "sub"),),
+        memory=outer.memory,
+    )
+    bus = EventBus()
+    collected = Collector(bus)
+    env = RunEnv(
+        run_id="r1",
+        bus=bus,
+        tools=FakeTools(),
+        make_provider=lambda config, state=None: make_provider(config, state=state),
+        edge_env=None,  # type: ignore[arg-type]
+        run_dir=tmp_path,
+        memory=MemoryContext("r1", tmp_path, {}, Redactor(), bus.emit),
+    )
+    await GraphRun(outer, env).run(task_messages("T"))
+    top = json.loads((tmp_path / "memory_board.json").read_text())
+    sub = json.loads((tmp_path / "memory_sub_board.json").read_text())
+    assert [item["content_summary"] for item in top] == ["outer says hi"]
+    assert [item["content_summary"] for item in sub] == ["posted outer says hi"]
+    loaded = [(e.graph, e.store) for e in collected.of(MemoryLoadedEvent)]
+    assert loaded == [("", "board"), ("sub", "board")]
