@@ -22,6 +22,8 @@ DYNAMIC_UNITS = 10_000  # units one visit of a node splits its dynamic-edge inpu
 SUBGRAPH_DEPTH = 16  # subgraphs inside subgraphs (inline or file), counted from the workflow
 SUBGRAPH_FILES = 256  # subgraph files one workflow includes, each inclusion counted
 SUBGRAPH_VALUES = 200_000  # YAML values of those files together, each inclusion counted
+MEMORY_FILE_BYTES = 256 * MB  # a memory store's JSON file (memory_path, index_path)
+SKILL_FILE_BYTES = 128 * 1024  # a SKILL.md, or a file read_skill_file reads (ChatDev's limit)
 
 # Cut past the limit, with a marker saying how much was kept.
 TOOL_RESULT_CHARS = 1_000_000  # text of one tool result kept for the trace, logs and the model
@@ -29,6 +31,9 @@ CODE_OUTPUT_CHARS = 1_000_000  # stdout, and stderr, of one visit of a `python` 
 STDIO_LINE_BYTES = 16 * MB  # one line a local server writes on stdout or stderr (dropped)
 SERVER_LOG_BYTES = 10 * MB  # servers/<id>.log; then it moves to <id>.log.1 and starts afresh
 MODEL_ERROR_BODY_BYTES = 64 * 1024  # what is read of an error answer, to quote its message
+
+# Left out past the limit, with a note in the trace.
+MEMORY_SOURCE_BYTES = 10 * MB  # one file a file memory indexes
 
 
 def cut_marker(kept: int, total: int) -> str:

@@ -118,6 +118,7 @@ def summarize(workflow: Workflow) -> dict[str, Any]:
         "edges": len(graph.edges),
         "start": list(graph.start),
         "end": list(graph.end),
+        "memory": [{"name": store.name, "type": store.type} for store in graph.memory],
     }
 
 
@@ -130,6 +131,9 @@ def render_summary(workflow: Workflow, shown_path: str) -> str:
         f"({node_count} node{'s' * (node_count != 1)}, {edge_count} edge{'s' * (edge_count != 1)})",
         f"start: {', '.join(summary['start'])}" + _end_text(summary["end"]),
     ]
+    if summary["memory"]:
+        stores = ", ".join(f"{m['name']} ({m['type']})" for m in summary["memory"])
+        lines.append(f"memory: {stores}")
     width = max(len(node["id"]) for node in summary["nodes"])
     for node in summary["nodes"]:
         detail = f" ({node['provider']}: {node['model']})" if "provider" in node else ""
@@ -137,6 +141,11 @@ def render_summary(workflow: Workflow, shown_path: str) -> str:
             detail = f" (file: {node['file']})"
         elif node.get("subgraph") == "config":
             detail = " (inline)"
+        detail += "".join(
+            f" · {key}: {value if isinstance(value, str) else ', '.join(value)}"
+            for key in ("thinking", "memories", "skills")
+            if (value := node.get(key))
+        )
         lines.append(f"  {node['id']:<{width}}  {node['type']}{detail}")
         for tool in node["tooling"]:
             prefix = f" prefix={tool['prefix']}" if tool["prefix"] else ""

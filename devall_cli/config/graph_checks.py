@@ -29,18 +29,28 @@ from devall_cli.config.schema import (
 )
 from devall_cli.config.yaml_source import KeyPath, format_path
 from devall_cli.edges import CONDITION_TYPES, PROCESSOR_TYPES
+from devall_cli.memory.base import MemoryRefConfig
+from devall_cli.memory.config import check_memory_refs, declared_names, parse_memory_list
+from devall_cli.nodes import NODE_TYPES
 
 _GRAPH_KEYS = KeySpec(
     known=frozenset(
-        {"id", "description", "start", "end", "nodes", "edges", "vars", "is_majority_voting"}
+        {
+            "id",
+            "description",
+            "start",
+            "end",
+            "nodes",
+            "edges",
+            "vars",
+            "is_majority_voting",
+            "memory",
+        }
     ),
     ignored=frozenset(
         {"log_level", "organization", "initial_instruction", "team_mode", "triggers"}
     ),
-    unsupported={
-        "memory": "graph memory",
-        "handoffs": "handing off to another workflow",
-    },
+    unsupported={"handoffs": "handing off to another workflow"},
 )
 _EDGE_KEYS = KeySpec(
     known=frozenset(
@@ -85,7 +95,9 @@ def parse_graph(
     graph_id = opt_str(ck, graph, "id", path)
     description = opt_str(ck, graph, "description", path)
     voting = opt_bool(ck, graph, "is_majority_voting", path, False)
-    nodes, ids = _nodes(ck, graph, path)
+    memory = parse_memory_list(ck, graph.get("memory"), (*path, "memory"))
+    nodes, ids, parsed = _nodes(ck, graph, path)
+    check_memory_refs(ck, _memory_refs(parsed), declared_names(graph.get("memory")))
     start = _node_list(ck, graph, "start", path, ids, required=start_required)
     end = _node_list(ck, graph, "end", path, ids, required=False)
     edges, ends = ([], []) if voting else _edges(ck, graph, path, ids)
@@ -104,7 +116,18 @@ def parse_graph(
         description=description,
         is_majority_voting=voting,
         path=format_path(path),
+        memory=memory,
     )
+
+
+def _memory_refs(nodes: list[NodeConfig]) -> list[MemoryRefConfig]:
+    """The memory references of the nodes of one graph (their subgraphs have their own)."""
+    refs: list[MemoryRefConfig] = []
+    for node in nodes:
+        kind = NODE_TYPES.get(node.type)
+        if kind is not None:
+            refs.extend(kind.memory_refs(node.config))
+    return refs
 
 
 def _last_per_pair(edges: list[tuple[EdgeConfig, KeyPath]]) -> tuple[EdgeConfig, ...]:
@@ -118,21 +141,22 @@ def _last_per_pair(edges: list[tuple[EdgeConfig, KeyPath]]) -> tuple[EdgeConfig,
 
 def _nodes(
     ck: Checker, graph: dict[str, Any], path: KeyPath
-) -> tuple[tuple[NodeConfig, ...] | None, dict[str, int]]:
-    """Parsed nodes, and every declared node id (also of nodes that have other errors).
+) -> tuple[tuple[NodeConfig, ...] | None, dict[str, int], list[NodeConfig]]:
+    """Parsed nodes (None if any has an error), every declared node id (also of nodes that
+    have other errors), and the nodes that parsed.
 
     The ids map to their node's index: an ordered set that answers `in` at once.
     """
     raw = graph.get("nodes")
     here = (*path, "nodes")
     if raw is UNRESOLVED:
-        return None, {}
+        return None, {}, []
     if raw is None or raw == []:
         ck.error(here, "nodes is required: the graph needs at least one node")
-        return None, {}
+        return None, {}, []
     if not isinstance(raw, list):
         ck.error(here, f"nodes must be a list of nodes, got {describe(raw)}")
-        return None, {}
+        return None, {}, []
     first_seen: dict[str, int] = {}
     for index, item in enumerate(raw):
         node_id = item.get("id") if isinstance(item, dict) else None
@@ -146,9 +170,10 @@ def _nodes(
             else:
                 first_seen[node_id] = index
     parsed = [parse_node(ck, item, (*here, index)) for index, item in enumerate(raw)]
-    if any(node is None for node in parsed):
-        return None, first_seen
-    return tuple(node for node in parsed if node is not None), first_seen
+    valid = [node for node in parsed if node is not None]
+    if len(valid) < len(parsed):
+        return None, first_seen, valid
+    return tuple(valid), first_seen, valid
 
 
 def _node_list(

@@ -10,12 +10,17 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from devall_cli.config.dynamic import DynamicConfig
 from devall_cli.config.function_dirs import NO_FOLDER, FunctionFolder
 from devall_cli.errors import ConfigIssue
 from devall_cli.redaction import Redactor
+
+if TYPE_CHECKING:
+    from devall_cli.memory.base import MemoryRefConfig, MemoryStoreConfig
+    from devall_cli.skills.config import SkillsConfig
+    from devall_cli.thinking.base import ThinkingConfig
 
 
 class _EmptyMapping(Mapping[str, Any]):
@@ -186,6 +191,9 @@ class AgentConfig:
     timeout: float = 300.0
     retries: int = 5
     max_result_chars: int = 100_000
+    thinking: ThinkingConfig | None = None  # a thinking stage (reflection, ...)
+    memories: tuple[MemoryRefConfig, ...] = ()  # the graph's memory stores it reads and writes
+    skills: SkillsConfig | None = None  # None: skills are off
 
 
 @dataclass(frozen=True)
@@ -290,6 +298,7 @@ class GraphConfig:
     description: str | None = None
     is_majority_voting: bool = False
     path: str = "graph"  # where the graph sits: `graph`, or a subgraph node's config
+    memory: tuple[MemoryStoreConfig, ...] = ()  # the graph's memory stores
 
     def node(self, node_id: str) -> NodeConfig:
         """The node with this id (KeyError if there is none)."""

@@ -171,6 +171,7 @@ class ModelRequestEvent(Event):
     round: int
     messages: int
     tools: Sequence[str] = ()
+    stage: str = "gen"  # gen, or the thinking stage that asked (pre_gen_thinking, ...)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -182,6 +183,62 @@ class ModelReplyEvent(Event):
     round: int
     content: str | None = None
     tool_calls: Sequence[Mapping[str, Any]] = ()  # {id, name, arguments}
+    usage: Mapping[str, int] = field(default_factory=dict)
+    duration_ms: float = 0.0
+    stage: str = "gen"
+
+
+# --- memory ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class MemoryLoadedEvent(Event):
+    """A memory store of a graph is ready: read from its file, or (file memory) indexed."""
+
+    kind: ClassVar[str] = "memory.loaded"
+    store: str
+    type: str
+    graph: str = ""  # "" for the workflow's graph, else the subgraph node's path
+    items: int = 0
+    path: str | None = None  # the file it lives in (None: this run only, in memory)
+    duration_ms: float = 0.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class MemoryRetrievedEvent(Event):
+    """A node asked its memories before a stage; `text` is what was put into the prompt."""
+
+    kind: ClassVar[str] = "memory.retrieve"
+    node_id: str
+    stage: str
+    stores: Sequence[str] = ()
+    items: int = 0
+    text: str = ""
+    duration_ms: float = 0.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class MemoryWrittenEvent(Event):
+    """A node wrote its visit to one store (`added` 0: nothing new worth keeping)."""
+
+    kind: ClassVar[str] = "memory.write"
+    node_id: str
+    store: str
+    added: int = 0
+    items: int = 0  # items in the store afterwards
+    path: str | None = None
+    duration_ms: float = 0.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class EmbeddingsEvent(Event):
+    """One request to the embeddings endpoint of a memory store."""
+
+    kind: ClassVar[str] = "memory.embeddings"
+    store: str
+    graph: str = ""
+    node_id: str = ""  # "" while a store is loaded
+    inputs: int = 0
     usage: Mapping[str, int] = field(default_factory=dict)
     duration_ms: float = 0.0
 

@@ -37,6 +37,7 @@ from devall_cli.engine.events import (
 )
 from devall_cli.engine.topology import Item, dag_layers, strongly_connected, super_layers
 from devall_cli.errors import DevallError, RunFailedError
+from devall_cli.memory.bank import MemoryBank, MemoryContext
 from devall_cli.messages import ASSISTANT, USER, Message, task_messages
 from devall_cli.nodes import NODE_TYPES, NodeRun, NodeType
 from devall_cli.nodes.base import ToolDispatcher
@@ -72,6 +73,7 @@ class RunEnv:
         """
         self.visits[path] = self.visits.get(path, 0) + 1
         return self.visits[path]
+    memory: MemoryContext = field(default_factory=MemoryContext)  # what memory stores share
 
     def emit(self, event: Event) -> None:
         """Publish an event of this run."""
@@ -178,6 +180,7 @@ class GraphRun:
         self.graph = graph
         self.env = env
         self.prefix = prefix  # `outer/` for the nodes of a subgraph
+        self.memory = MemoryBank(env.memory, prefix.rstrip("/"))  # opened by `run`
         self.nodes: dict[str, NodeState] = {}
         for node in graph.nodes:
             kind = NODE_TYPES.get(node.type)
@@ -210,7 +213,21 @@ class GraphRun:
     # --- the whole graph ---------------------------------------------------------------
 
     async def run(self, task: Sequence[Message]) -> GraphOutcome:
-        """Run from the start nodes until nothing is triggered; the final output."""
+        """Run from the start nodes until nothing is triggered; the final output.
+
+        The graph's memory stores are loaded first and saved when it is done.
+        """
+        if self.graph.memory:
+            stores, context = self.graph.memory, self.env.memory
+            self.memory = await MemoryBank.open(stores, context, self.memory.graph)
+        try:
+            outcome = await self._run(task)
+            self.memory.save()
+        finally:
+            await self.memory.aclose()
+        return outcome
+
+    async def _run(self, task: Sequence[Message]) -> GraphOutcome:
         for node_id in self.graph.start:
             node = self.nodes[node_id]
             node.start_triggered = True
@@ -345,6 +362,7 @@ class GraphRun:
             workflow_dir=self.env.workflow_dir,
             run_subgraph=self._subgraph_runner(node.path),
             extras=self.env.extras,
+            memory=self.memory,
         )
 
         async def run_kind(this: NodeRun) -> list[Message]:

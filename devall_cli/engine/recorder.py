@@ -8,9 +8,13 @@ from typing import Any
 from devall_cli.engine.events import (
     AttachmentSavedEvent,
     CodeFinishedEvent,
+    EmbeddingsEvent,
     Event,
     GraphNoteEvent,
     HumanRepliedEvent,
+    MemoryLoadedEvent,
+    MemoryRetrievedEvent,
+    MemoryWrittenEvent,
     ModelReplyEvent,
     NodeFinishedEvent,
     NodeStartedEvent,
@@ -105,6 +109,23 @@ class ServerRecord:
 
 
 @dataclass(frozen=True)
+class MemoryRecord:
+    """A memory store of a graph, and what the run did with it."""
+
+    store: str
+    graph: str = ""  # "" for the workflow's graph, else the subgraph node's path
+    type: str = ""
+    path: str | None = None
+    loaded_items: int = 0  # items it held when the graph started
+    items: int = 0  # items it holds now
+    retrievals: int = 0
+    writes: int = 0
+    added: int = 0
+    embedding_calls: int = 0
+    embedding_tokens: int = 0
+
+
+@dataclass(frozen=True)
 class RunResult:
     """The outcome of a run, as result.json and the summary table show it."""
 
@@ -124,6 +145,7 @@ class RunResult:
     notes: tuple[dict[str, Any], ...] = ()  # what the scheduler decided (a vote, a cycle limit)
     human_replies: tuple[dict[str, Any], ...] = ()  # {node, visit, channel, reply}
     code_runs: tuple[dict[str, Any], ...] = ()  # {node, visit, script, status, exit_code, ...}
+    memory: tuple[MemoryRecord, ...] = ()
 
     @property
     def node_outputs(self) -> dict[str, str]:
@@ -161,6 +183,7 @@ class RunRecorder:
         self._notes: list[dict[str, Any]] = []
         self._replies: list[dict[str, Any]] = []
         self._code_runs: list[dict[str, Any]] = []
+        self._memory: dict[tuple[str, str], MemoryRecord] = {}
 
     def __call__(self, event: Event) -> None:
         """Take one event into account."""
@@ -179,6 +202,7 @@ class RunRecorder:
             notes=tuple(self._notes),
             human_replies=tuple(self._replies),
             code_runs=tuple(self._code_runs),
+            memory=tuple(self._memory.values()),
         )
 
     def node(self, node_id: str) -> NodeRecord:
@@ -309,5 +333,42 @@ class RunRecorder:
         record = self._servers.get(event.server_id) or ServerRecord(event.server_id)
         self._servers[event.server_id] = replace(record, status="exited")
 
+    def _on_memory_loaded(self, event: MemoryLoadedEvent) -> None:
+        key = (event.graph, event.store)
+        record = self._memory.get(key) or MemoryRecord(event.store, event.graph)
+        self._memory[key] = replace(
+            record, type=event.type, path=event.path, loaded_items=event.items, items=event.items
+        )
+
+    def _on_memory_retrieve(self, event: MemoryRetrievedEvent) -> None:
+        graph = _graph_of(event.node_id)
+        for store in event.stores:
+            record = self._store(graph, store)
+            self._memory[(graph, store)] = replace(record, retrievals=record.retrievals + 1)
+
+    def _on_memory_write(self, event: MemoryWrittenEvent) -> None:
+        graph = _graph_of(event.node_id)
+        record = self._store(graph, event.store)
+        self._memory[(graph, event.store)] = replace(
+            record, writes=record.writes + 1, added=record.added + event.added, items=event.items
+        )
+
+    def _on_memory_embeddings(self, event: EmbeddingsEvent) -> None:
+        record = self._store(event.graph, event.store)
+        tokens = int(event.usage.get("total_tokens", event.usage.get("prompt_tokens", 0)))
+        self._memory[(event.graph, event.store)] = replace(
+            record,
+            embedding_calls=record.embedding_calls + 1,
+            embedding_tokens=record.embedding_tokens + tokens,
+        )
+
+    def _store(self, graph: str, store: str) -> MemoryRecord:
+        return self._memory.get((graph, store)) or MemoryRecord(store, graph)
+
     def _update_node(self, node_id: str, **changes: Any) -> None:
         self._nodes[node_id] = replace(self.node(node_id), **changes)
+
+
+def _graph_of(node_path: str) -> str:
+    """The graph a node belongs to: its subgraph node's path, or "" for the workflow's graph."""
+    return node_path.rpartition("/")[0]

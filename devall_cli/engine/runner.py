@@ -23,6 +23,7 @@ from devall_cli.engine.graph import (
 )
 from devall_cli.engine.recorder import RunResult
 from devall_cli.errors import DevallError, ExitCode
+from devall_cli.memory.bank import MemoryContext
 from devall_cli.messages import task_messages
 from devall_cli.nodes.base import ToolDispatcher
 from devall_cli.providers.base import Provider
@@ -95,8 +96,9 @@ async def run_workflow(
     started = time.monotonic()
     bus.emit(RunStartedEvent(run_id=run_id, workflow=workflow.name, task=task))
     make = _provider_maker(provider_factory, environ, workflow.redactor)
+    memory = MemoryContext(run_id, session.run_dir, environ, workflow.redactor, bus.emit)
     try:
-        outcome = await _run(session, task, tool_manager_factory, make, max_steps, extras)
+        outcome = await _run(session, task, tool_manager_factory, make, max_steps, extras, memory)
     except (asyncio.CancelledError, KeyboardInterrupt):
         _finish(bus, run_id, started, "interrupted", "interrupted", interrupt_code())
         raise
@@ -121,6 +123,7 @@ async def _run(
     make_provider: ProviderFactory,
     max_steps: int,
     extras: Mapping[str, Any] | None,
+    memory: MemoryContext,
 ) -> GraphOutcome:
     workflow = session.workflow
     events = BusToolEvents(session.bus, session.run_id)
@@ -139,6 +142,7 @@ async def _run(
             workflow_dir=workflow.directory,
             max_steps=max_steps,
             extras=dict(extras or {}),
+            memory=memory,
         )
         outcome = await GraphRun(workflow.graph, env).run(task_messages(task))
     except BaseException:

@@ -1,14 +1,15 @@
 """`agent`: an LLM with tools. Its config names a provider (a registered descriptor), a model,
-a system prompt (`role`), tooling entries, request params; the node runs the model ⇄ tools loop.
+a system prompt (`role`), tooling entries, request params, and optionally a thinking stage, the
+graph's memories it uses and its skills; the node runs the model ⇄ tools loop, with the thinking
+stage (`agent_thinking.py`) and the memories (`agent_memory.py`) around it.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any
 
 from devall_cli.config.model import RESERVED_PARAMS, AgentConfig, ToolingConfig, frozen_mapping
@@ -26,26 +27,39 @@ from devall_cli.config.schema import (
 )
 from devall_cli.config.tooling_registry import parse_tooling
 from devall_cli.config.yaml_source import KeyPath
-from devall_cli.engine.events import (
-    AttachmentSavedEvent,
-    ModelReplyEvent,
-    ModelRequestEvent,
-    ToolCallEvent,
-    ToolErrorEvent,
-    ToolResultEvent,
-)
-from devall_cli.errors import DevallError, RunFailedError
+from devall_cli.engine.events import AttachmentSavedEvent, ModelReplyEvent, ModelRequestEvent
+from devall_cli.errors import RunFailedError
+from devall_cli.memory.base import MemoryRefConfig
+from devall_cli.memory.config import parse_memory_refs
 from devall_cli.messages import ASSISTANT, SYSTEM, USER, Message, input_sections
+from devall_cli.nodes.agent_calls import run_calls
+from devall_cli.nodes.agent_memory import AgentMemory
+from devall_cli.nodes.agent_thinking import AgentThinking
 from devall_cli.nodes.base import NODE_TYPES, NodeRun, NodeType
-from devall_cli.providers.base import AssistantMessage, Provider, ToolCall
+from devall_cli.providers.base import AssistantMessage, Provider
 from devall_cli.providers.media import store_media
 from devall_cli.providers.registry import PROVIDERS, ProviderType
+from devall_cli.skills.config import parse_skills
+from devall_cli.skills.tools import SkillTools
+from devall_cli.thinking.base import GEN, parse_thinking
 from devall_cli.tools.attachments import AttachmentStore
-from devall_cli.tools.base import AttachmentBlock, TextBlock, ToolResult, ToolSpec
-from devall_cli.tools.normalize import blocks_to_json, render_for_model
+from devall_cli.tools.base import ToolSpec
+from devall_cli.tools.normalize import render_for_model
 
 COMMON_KEYS = frozenset(
-    {"provider", "name", "base_url", "api_key", "role", "tooling", "params", "input_mode"}
+    {
+        "provider",
+        "name",
+        "base_url",
+        "api_key",
+        "role",
+        "tooling",
+        "params",
+        "input_mode",
+        "thinking",
+        "memories",
+        "skills",
+    }
 )
 INPUT_MODES = ("messages", "prompt")
 _RETRY_NOTE = "'retry' has no effect in devall (ignored); set params.retries instead"
@@ -59,12 +73,7 @@ def _keys(provider: ProviderType | None) -> KeySpec:
         known=COMMON_KEYS | own,
         ignored=others,  # another provider's key (a leftover `script`) is reported below
         noted={"retry": _RETRY_NOTE},
-        unsupported={
-            "memories": "agent memory",
-            "memory": "agent memory",
-            "thinking": "the thinking stage",
-            "skills": "agent skills",
-        },
+        unsupported={"memory": "an agent-level memory block (ChatDev's old form)"},
     )
 
 
@@ -84,6 +93,9 @@ def parse_agent(ck: Checker, config: dict[str, Any], path: KeyPath) -> AgentConf
     tooling = parse_tooling(ck, config.get("tooling"), (*path, "tooling"))
     params, reserved = _params(ck, config, path)
     own = provider.parse(ck, config, path) if provider is not None else None
+    thinking = parse_thinking(ck, config.get("thinking"), (*path, "thinking"))
+    memories = parse_memory_refs(ck, config.get("memories"), (*path, "memories"))
+    skills = parse_skills(ck, config.get("skills"), (*path, "skills"))
     if provider is None or (name is None and provider.name_required):
         return None
     return AgentConfig(
@@ -96,6 +108,9 @@ def parse_agent(ck: Checker, config: dict[str, Any], path: KeyPath) -> AgentConf
         params=frozen_mapping(params),
         provider_config=own,
         input_mode=input_mode,
+        thinking=thinking,
+        memories=memories,
+        skills=skills,
         **reserved,
     )
 
@@ -175,22 +190,37 @@ def _tooling(settings: AgentConfig) -> tuple[ToolingConfig, ...]:
 
 
 def _details(settings: AgentConfig) -> dict[str, Any]:
-    return {"provider": settings.provider, "model": settings.name}
+    details: dict[str, Any] = {"provider": settings.provider, "model": settings.name}
+    if settings.thinking is not None:
+        details["thinking"] = settings.thinking.type
+    if settings.memories:
+        details["memories"] = [ref.name for ref in settings.memories]
+    if settings.skills is not None:
+        details["skills"] = list(settings.skills.allow) or ["*"]
+    return details
+
+
+def _memory_refs(settings: AgentConfig) -> tuple[MemoryRefConfig, ...]:
+    return settings.memories
 
 
 # --- running -----------------------------------------------------------------------------
 
 
-def conversation(config: AgentConfig, inputs: Sequence[Message]) -> list[dict[str, Any]]:
+def conversation(
+    config: AgentConfig, inputs: Sequence[Message], *, skills: str | None = None
+) -> list[dict[str, Any]]:
     """The messages sent to the model: the system prompt, then the node's queued inputs.
 
-    `messages` mode sends each input with its own role; `prompt` mode sends one user message
-    with a `=== INPUT FROM <source> (<role>) ===` section per input. No input at all is one
-    empty user message (ChatDev's behaviour).
+    The system prompt is `role`, followed by what the agent's skills add. `messages` mode sends
+    each input with its own role; `prompt` mode sends one user message with a
+    `=== INPUT FROM <source> (<role>) ===` section per input. No input at all is one empty user
+    message (ChatDev's behaviour).
     """
     messages: list[dict[str, Any]] = []
-    if config.role:
-        messages.append({"role": SYSTEM, "content": config.role})
+    system = "\n\n".join(part for part in (config.role, skills) if part)
+    if system:
+        messages.append({"role": SYSTEM, "content": system})
     if config.input_mode == "prompt":
         messages.append({"role": USER, "content": input_sections(inputs)})
     elif inputs:
@@ -201,13 +231,34 @@ def conversation(config: AgentConfig, inputs: Sequence[Message]) -> list[dict[st
 
 
 async def run_agent(run: NodeRun) -> list[Message]:
-    """The model ⇄ tools loop; the output is the model's final text."""
+    """Thinking, memories, then the model ⇄ tools loop; the output is the model's final text
+    (or what the thinking stage made of it)."""
     config: AgentConfig = run.node.config
-    messages = conversation(config, run.inputs)
     specs = await run.tools.specs_for(run.path)
+    skills = None
+    if config.skills is not None:
+        skills = SkillTools(config.skills, specs, run.workflow_dir)
+        specs = [*specs, *skills.specs()]
+    messages = conversation(config, run.inputs, skills=skills.prompt() if skills else None)
+    memory = AgentMemory.of(config, run)
+    thinking = AgentThinking.of(config, run, memory)
     provider = run.make_provider(config, run.state)
+
+    async def ask(stage: str, request: list[Mapping[str, Any]]) -> str:
+        # A thinking stage's call: traced with its stage, offering no tools.
+        reply = await _ask_model(run.path, 1, request, [], provider, run, stage=stage)
+        return reply.content or ""
+
     try:
-        text = await _loop(run.path, config, messages, specs, provider, run)
+        if thinking is not None:
+            await thinking.before(messages, ask)
+        if memory is not None:
+            await memory.insert(messages, GEN, config.input_mode)
+        text = await _loop(run.path, config, messages, specs, provider, run, skills)
+        if thinking is not None:
+            text = await thinking.after(text, ask)
+        if memory is not None:
+            await memory.write(text)
     finally:
         # Closing must not hide the error that ended the loop, nor be skipped on cancellation.
         with contextlib.suppress(Exception):
@@ -222,6 +273,7 @@ async def _loop(
     specs: list[ToolSpec],
     provider: Provider,
     run: NodeRun,
+    skills: SkillTools | None = None,
 ) -> str:
     by_name = {spec.name: spec for spec in specs}
     round_no = 0
@@ -237,7 +289,7 @@ async def _loop(
                 f"tool_loop_limit={config.tool_loop_limit} rounds of tool calls",
                 details=["raise params.tool_loop_limit if the task needs more rounds"],
             )
-        results = await _run_calls(node_id, reply.tool_calls, by_name, run)
+        results = await run_calls(node_id, reply.tool_calls, by_name, run, skills)
         for call, result in zip(reply.tool_calls, results, strict=True):
             messages.append(
                 {
@@ -246,6 +298,9 @@ async def _loop(
                     "content": render_for_model(result.blocks, max_chars=config.max_result_chars),
                 }
             )
+        if skills is not None:
+            # After all the turn's tool results: the API wants them right after the call.
+            messages.extend(skills.take_followups())
 
 
 async def _ask_model(
@@ -255,6 +310,8 @@ async def _ask_model(
     specs: list[ToolSpec],
     provider: Provider,
     run: NodeRun,
+    *,
+    stage: str = GEN,
 ) -> AssistantMessage:
     run.emit(
         ModelRequestEvent(
@@ -263,6 +320,7 @@ async def _ask_model(
             round=round_no,
             messages=len(messages),
             tools=[spec.name for spec in specs],
+            stage=stage,
         )
     )
     started = time.monotonic()
@@ -281,107 +339,10 @@ async def _ask_model(
             ],
             usage=asdict(reply.usage),
             duration_ms=_ms(started),
+            stage=stage,
         )
     )
     return reply
-
-
-# --- tool calls ------------------------------------------------------------------------------
-
-
-async def _run_calls(
-    node_id: str, calls: Sequence[ToolCall], by_name: Mapping[str, ToolSpec], run: NodeRun
-) -> list[ToolResult]:
-    """Execute the calls of one turn concurrently; results in the order of the calls."""
-    if len(calls) == 1:  # the common case: no task to spawn, no other call to stop on failure
-        return [await _run_call(node_id, calls[0], by_name, run)]
-    tasks = [asyncio.create_task(_run_call(node_id, call, by_name, run)) for call in calls]
-    try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
-    finally:
-        # An infrastructure failure (or cancellation) stops the other calls of the turn.
-        pending = [task for task in tasks if not task.done()]
-        for task in pending:
-            task.cancel()
-        await asyncio.gather(*pending, return_exceptions=True)
-    for task in tasks:  # the first failure in call order, if any
-        if not task.cancelled() and task.exception() is not None:
-            raise task.exception()  # type: ignore[misc]
-    return [task.result() for task in tasks]
-
-
-@dataclass(frozen=True)
-class _CallTrace:
-    """The fields every event of one tool call carries."""
-
-    run_id: str
-    node_id: str
-    call_id: str
-    tool: str
-    original_name: str
-    source: str
-    server: str
-
-    @classmethod
-    def of(cls, node_id: str, call: ToolCall, spec: ToolSpec | None, run_id: str) -> _CallTrace:
-        if spec is None:  # a name the model made up; the ToolManager answers with an error
-            return cls(run_id, node_id, call.id, call.name, call.name, "", "")
-        return cls(
-            run_id, node_id, call.id, call.name, spec.original_name, spec.source, spec.server
-        )
-
-    def call_event(self, arguments: Mapping[str, Any]) -> ToolCallEvent:
-        return ToolCallEvent(**self._fields(), arguments=dict(arguments))
-
-    def result_event(
-        self, result: ToolResult, duration_ms: float, *, infra: bool = False
-    ) -> ToolResultEvent:
-        kind = ToolErrorEvent if infra else ToolResultEvent
-        return kind(
-            **self._fields(),
-            blocks=blocks_to_json(result.blocks),
-            is_error=result.is_error,
-            error_class=result.error_class,
-            duration_ms=duration_ms,
-        )
-
-    def _fields(self) -> dict[str, Any]:
-        # Not dataclasses.asdict: it deep-copies every value, twice per tool call.
-        return dict(vars(self))
-
-
-async def _run_call(
-    node_id: str, call: ToolCall, by_name: Mapping[str, ToolSpec], run: NodeRun
-) -> ToolResult:
-    trace = _CallTrace.of(node_id, call, by_name.get(call.name), run.run_id)
-    run.emit(trace.call_event(call.arguments))
-    started = time.monotonic()
-    if call.error is not None:
-        # Bad JSON from the model is a tool error the model can correct, not a failure.
-        result = _error_result(call.name, call.error, "invalid_arguments")
-    else:
-        try:
-            result = await run.tools.call(node_id, call.name, call.arguments)
-        except DevallError as exc:
-            error_class = str(getattr(exc, "status", "") or type(exc).__name__)
-            failed = _error_result(call.name, exc.message, error_class)
-            run.emit(trace.result_event(failed, _ms(started), infra=True))
-            raise
-    run.emit(trace.result_event(result, result.duration_ms or _ms(started)))
-    for block in result.blocks:
-        if isinstance(block, AttachmentBlock):
-            run.emit(
-                AttachmentSavedEvent(
-                    run_id=run.run_id,
-                    node_id=node_id,
-                    tool=call.name,
-                    path=block.path,
-                    mime_type=block.mime_type,
-                    size=block.size,
-                    sha256=block.sha256,
-                )
-            )
-    return result
 
 
 def _save_media(
@@ -405,15 +366,6 @@ def _save_media(
     return reply
 
 
-def _error_result(tool: str, message: str, error_class: str) -> ToolResult:
-    text = message if message.startswith("Error") else f"Error: {message}"
-    return ToolResult(
-        blocks=(TextBlock(text=text, tool_name=tool, source="devall"),),
-        is_error=True,
-        error_class=error_class,
-    )
-
-
 def _ms(started: float) -> float:
     return round((time.monotonic() - started) * 1000, 3)
 
@@ -427,5 +379,6 @@ AGENT = NODE_TYPES.register(
         run_agent,
         tooling=_tooling,
         details=_details,
+        memory_refs=_memory_refs,
     )
 )

@@ -20,6 +20,8 @@ from devall_cli.messages import Message
 if TYPE_CHECKING:
     from devall_cli.config.model import GraphConfig, NodeConfig, ToolingConfig
     from devall_cli.engine.events import Event
+    from devall_cli.memory.bank import MemoryBank
+    from devall_cli.memory.base import MemoryRefConfig
     from devall_cli.providers.base import Provider
     from devall_cli.tools.base import ToolResult, ToolSpec
 
@@ -56,6 +58,7 @@ class NodeRun:
     workflow_dir: Path | None = None
     # Runs a graph as a subgraph of this node (the run's servers, secrets and guards apply).
     run_subgraph: SubgraphRunner | None = None
+    memory: MemoryBank | None = None  # the memory stores of the node's graph
     # Shared by every node of the run: what the command gives nodes (the human reply source),
     # and what nodes of one type keep run-wide (the python scripts written so far).
     extras: dict[str, Any] = field(default_factory=dict)
@@ -77,6 +80,10 @@ def _no_details(settings: Any) -> dict[str, Any]:
     return {}
 
 
+def _no_memory_refs(settings: Any) -> tuple[MemoryRefConfig, ...]:
+    return ()
+
+
 @dataclass(frozen=True)
 class NodeType:
     """One node type: how its `config` is read and how a visit runs."""
@@ -91,6 +98,8 @@ class NodeType:
     tooling: Callable[[Any], tuple[ToolingConfig, ...]] = _no_tooling
     subgraphs: Callable[[Any], tuple[GraphConfig, ...]] = _no_subgraphs
     details: Callable[[Any], dict[str, Any]] = _no_details  # extra fields for validate --json
+    # The graph's memory stores a node uses (checked against `graph.memory` by the loader).
+    memory_refs: Callable[[Any], tuple[MemoryRefConfig, ...]] = _no_memory_refs
 
 
 def walk_nodes(graph: GraphConfig, prefix: str = "") -> Iterator[tuple[str, NodeConfig]]:

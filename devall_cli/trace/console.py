@@ -19,10 +19,14 @@ from devall_cli.engine.events import (
     CodeFinishedEvent,
     CodeStartedEvent,
     EdgeEvent,
+    EmbeddingsEvent,
     Event,
     GraphNoteEvent,
     HumanAskedEvent,
     HumanRepliedEvent,
+    MemoryLoadedEvent,
+    MemoryRetrievedEvent,
+    MemoryWrittenEvent,
     ModelReplyEvent,
     ModelRequestEvent,
     NodeFinishedEvent,
@@ -87,6 +91,11 @@ def render_blocks(blocks: Sequence[Mapping[str, Any]]) -> str:
 
 def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
+def _turn(stage: str, round_no: int) -> str:
+    """`round 2`, or the thinking stage a model call belongs to."""
+    return f"round {round_no}" if stage == "gen" else f"thinking ({stage})"
 
 
 def _json(value: Any) -> str:
@@ -228,13 +237,14 @@ class ConsoleSink:
         if self.verbose:
             tools = ", ".join(event.tools) or "none"
             count = _plural(event.messages, "message")
-            head = f"→ model · {event.node_id} · round {event.round}"
+            head = f"→ model · {event.node_id} · {_turn(event.stage, event.round)}"
             self._print(f"{head} · {count} · tools: {tools}", "dim")
 
     def _on_model_reply(self, event: ModelReplyEvent) -> None:
         tokens = event.usage.get("total_tokens", 0)
         # Every line names its node: parallel branches interleave.
-        head = f"model · {event.node_id} · round {event.round} · {format_ms(event.duration_ms)}"
+        turn = _turn(event.stage, event.round)
+        head = f"model · {event.node_id} · {turn} · {format_ms(event.duration_ms)}"
         self._print(head + (f" · {tokens} tokens" if tokens else ""), "magenta")
         if event.content:
             self._print(self._body(event.content), body=True)
@@ -307,6 +317,39 @@ class ConsoleSink:
         self._print(f"{head} · {what} · {took}", "red")
         if event.stderr:
             self._print(self._body(event.stderr), "red", body=True)
+
+    # --- memory ------------------------------------------------------------------------------
+
+    def _on_memory_loaded(self, event: MemoryLoadedEvent) -> None:
+        where = f"{event.graph}/" if event.graph else ""
+        place = event.path or "this run only"
+        count = _plural(event.items, "item")
+        self._print(f"· memory {where}{event.store} ({event.type}) · {count} · {place}", "dim")
+
+    def _on_memory_retrieve(self, event: MemoryRetrievedEvent) -> None:
+        stores = ", ".join(event.stores)
+        found = _plural(event.items, "item") if event.items else "nothing"
+        head = f"memory · {event.node_id} · {event.stage} · {found} from {stores}"
+        self._print(f"{head} · {format_ms(event.duration_ms)}", "cyan")
+        if event.text and self.verbose:
+            self._print(event.text, "dim", body=True)
+
+    def _on_memory_write(self, event: MemoryWrittenEvent) -> None:
+        what = f"kept {_plural(event.added, 'item')}" if event.added else "nothing new"
+        self._print(
+            f"memory · {event.node_id} · wrote {event.store}: {what} "
+            f"({_plural(event.items, 'item')})",
+            "cyan",
+        )
+
+    def _on_memory_embeddings(self, event: EmbeddingsEvent) -> None:
+        if self.verbose:
+            who = event.node_id or "loading"
+            self._print(
+                f"  embeddings · {event.store} · {who} · {_plural(event.inputs, 'text')} · "
+                f"{format_ms(event.duration_ms)}",
+                "dim",
+            )
 
     # --- tools -------------------------------------------------------------------------------
 

@@ -120,6 +120,7 @@ def build_result(
         "notes": list(result.notes),
         "human_replies": list(result.human_replies),
         "code_runs": list(result.code_runs),
+        "memory": [asdict(record) for record in result.memory],
         "totals": {
             "model_calls": result.model_calls,
             "tool_calls": result.tool_calls,

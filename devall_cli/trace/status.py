@@ -52,7 +52,8 @@ class WaitState:
             elif isinstance(event, ServerReadyEvent | ServerExitedEvent):
                 self._servers.pop(event.server_id, None)
             elif isinstance(event, ModelRequestEvent):
-                label = f"{event.node_id} waiting on the model (round {event.round})"
+                step = f"round {event.round}" if event.stage == "gen" else event.stage
+                label = f"{event.node_id} waiting on the model ({step})"
                 self._waits[("model", event.node_id)] = _Wait(label, now)
             elif isinstance(event, ModelReplyEvent):
                 self._waits.pop(("model", event.node_id), None)

@@ -257,6 +257,7 @@ def test_json_for_a_valid_workflow(tmp_path: Path) -> None:
             "edges": 1,
             "start": ["ask"],
             "end": ["done"],
+            "memory": [],
         },
     }
 

@@ -4,6 +4,10 @@ A stdlib ThreadingHTTPServer on 127.0.0.1 (free port) in a daemon thread. Tests 
 (text, tool calls, HTTP errors with headers, slow answers, answers trickled a byte at a time,
 huge answers made up as they are sent, malformed JSON) and read back every request it received.
 
+It also answers `/v1/embeddings` with deterministic vectors (`FakeLLM.embedding`): each word of
+a text adds 1 to one of 64 dimensions chosen by its hash, so texts sharing words are similar.
+Queued `embedding_errors` are answered first.
+
     with FakeLLM() as llm:
         llm.enqueue(FakeLLM.tool_call_reply([("rand_num", {"a": 1, "b": 9})]))
         llm.enqueue("The number is 4.")
@@ -17,7 +21,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import json
+import re
 import socket
 import threading
 import time
@@ -30,6 +36,8 @@ from typing import Any
 import pytest
 
 COMPLETIONS_PATH = "/v1/chat/completions"
+EMBEDDINGS_PATH = "/v1/embeddings"
+EMBEDDING_DIMENSIONS = 64
 
 
 @dataclass(frozen=True)
@@ -68,6 +76,7 @@ class FakeLLM:
         self.default_text = default_text
         self._lock = threading.Lock()
         self._queue: deque[FakeReply] = deque()
+        self._embedding_errors: deque[FakeReply] = deque()
         self._requests: list[RecordedRequest] = []
         self._connections: set[socket.socket] = set()
         self._sent_bytes = 0
@@ -97,6 +106,30 @@ class FakeLLM:
         """Queue replies: a FakeReply, a text answer, or an assistant message mapping."""
         with self._lock:
             self._queue.extend(self.as_reply(reply) for reply in replies)
+
+    def enqueue_embedding_error(self, *replies: FakeReply) -> None:
+        """Answer the next `/embeddings` requests with these (error) replies."""
+        with self._lock:
+            self._embedding_errors.extend(replies)
+
+    @property
+    def embedding_requests(self) -> list[RecordedRequest]:
+        """The `/embeddings` requests received so far."""
+        return [r for r in self.requests if r.path == EMBEDDINGS_PATH]
+
+    @property
+    def chat_requests(self) -> list[RecordedRequest]:
+        """The chat completion requests received so far."""
+        return [r for r in self.requests if r.path == COMPLETIONS_PATH]
+
+    @staticmethod
+    def embedding(text: str) -> list[float]:
+        """The vector the server gives `text` (not normalized)."""
+        vector = [0.0] * EMBEDDING_DIMENSIONS
+        for word in re.findall(r"\w+", text.lower()):
+            digest = hashlib.md5(word.encode("utf-8")).digest()
+            vector[int.from_bytes(digest[:4], "big") % EMBEDDING_DIMENSIONS] += 1.0
+        return vector
 
     @property
     def pending(self) -> int:
@@ -233,6 +266,10 @@ class FakeLLM:
                 return self._queue.popleft()
         return self.text_reply(self.default_text)
 
+    def _embedding_error(self) -> FakeReply | None:
+        with self._lock:
+            return self._embedding_errors.popleft() if self._embedding_errors else None
+
     def _count_sent(self, count: int) -> None:
         with self._lock:
             self._sent_bytes += count
@@ -272,6 +309,22 @@ def _completion_body(reply: FakeReply, request_body: Any, number: int) -> bytes:
     return json.dumps(body).encode()
 
 
+def _embeddings_body(request_body: Any) -> bytes:
+    given = request_body.get("input", []) if isinstance(request_body, dict) else []
+    texts = [given] if isinstance(given, str) else [str(t) for t in given]
+    tokens = sum(len(text.split()) for text in texts)
+    body = {
+        "object": "list",
+        "data": [
+            {"object": "embedding", "index": i, "embedding": FakeLLM.embedding(text)}
+            for i, text in enumerate(texts)
+        ],
+        "model": request_body.get("model", "fake") if isinstance(request_body, dict) else "fake",
+        "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+    }
+    return json.dumps(body).encode()
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True  # a slow answer must not hold up shutdown
     block_on_close = False
@@ -303,6 +356,14 @@ class _Handler(BaseHTTPRequestHandler):
             body = None
         headers = {name.lower(): value for name, value in self.headers.items()}
         request = RecordedRequest("POST", self.path, headers, body, raw)
+        if self.path == EMBEDDINGS_PATH:
+            fake._record(request, take_reply=False)
+            error = fake._embedding_error()
+            if error is not None:
+                self._send(error.status, error.body or b"{}", error.headers)
+                return
+            self._send(200, _embeddings_body(body), {})
+            return
         if not fake.serves(self.path):
             fake._record(request, take_reply=False)
             self._send(404, b'{"error": {"message": "not found"}}', {})

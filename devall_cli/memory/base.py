@@ -1,0 +1,207 @@
+"""Memory stores are a kind: each type is a registered descriptor that reads its `config` and
+builds a store that loads, retrieves, writes and saves (ChatDev's memory module).
+
+A graph declares its stores under `memory:` (`MemoryStoreConfig`); an agent attaches some of
+them under `memories:` (`MemoryRefConfig`). This module is light: descriptor modules import
+numpy and the HTTP client only when a store is built for a run.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from devall_cli.config.schema import Checker, KeySpec
+from devall_cli.config.yaml_source import KeyPath
+from devall_cli.kinds import Registry
+from devall_cli.redaction import Redactor
+
+AUTO = "auto"  # memory_path: a file in the run directory, for this run only
+
+
+@dataclass(frozen=True)
+class EmbeddingConfig:
+    """`embedding:` of a store: an OpenAI-compatible `/embeddings` endpoint."""
+
+    model: str = "text-embedding-3-small"
+    base_url: str | None = None  # default: OPENAI_BASE_URL, else OpenAI's
+    api_key: str | None = None  # default: OPENAI_API_KEY
+    max_length: int = 8191  # characters of text sent per input (ChatDev's params.max_length)
+    use_chunking: bool = False  # longer texts: embed pieces and combine them
+    chunk_strategy: str = "average"  # average | weighted | first
+    timeout: float = 60.0
+    retries: int = 5
+
+
+@dataclass(frozen=True)
+class MemoryStoreConfig:
+    """One entry of `graph.memory`: a named store of a registered type."""
+
+    name: str
+    type: str
+    config: Any  # the type's settings object
+    path: str = ""  # where it is declared: graph.memory[0]
+
+
+@dataclass(frozen=True)
+class MemoryRefConfig:
+    """One entry of an agent's `memories`: which store, when it is read, whether written."""
+
+    name: str
+    retrieve_stage: tuple[str, ...] | None = None  # None: every stage
+    top_k: int = 3
+    similarity_threshold: float = -1.0
+    read: bool = True
+    write: bool = True
+    key_path: KeyPath = ()  # where it is written, for errors about the reference
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Text kept of the inputs or the output of a node visit."""
+
+    text: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """As stored in a memory file (ChatDev's MemoryContentSnapshot)."""
+        return {"text": self.text, "blocks": []}
+
+
+@dataclass
+class MemoryItem:
+    """One remembered thing (ChatDev's MemoryItem; the files use its JSON form)."""
+
+    id: str
+    content_summary: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+    embedding: list[float] | None = None
+    timestamp: float = field(default_factory=time.time)
+    input_snapshot: Snapshot | None = None
+    output_snapshot: Snapshot | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form."""
+        data: dict[str, Any] = {
+            "id": self.id,
+            "content_summary": self.content_summary,
+            "metadata": self.metadata,
+            "embedding": self.embedding,
+            "timestamp": self.timestamp,
+        }
+        if self.input_snapshot is not None:
+            data["input_snapshot"] = self.input_snapshot.to_dict()
+        if self.output_snapshot is not None:
+            data["output_snapshot"] = self.output_snapshot.to_dict()
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MemoryItem:
+        """From the JSON form; KeyError/TypeError/ValueError when it is not one."""
+        embedding = data.get("embedding")
+        return cls(
+            id=str(data["id"]),
+            content_summary=str(data.get("content_summary") or ""),
+            metadata=dict(data.get("metadata") or {}),
+            embedding=[float(v) for v in embedding] if embedding is not None else None,
+            timestamp=float(data.get("timestamp") or time.time()),
+            input_snapshot=_snapshot(data.get("input_snapshot")),
+            output_snapshot=_snapshot(data.get("output_snapshot")),
+        )
+
+
+def _snapshot(data: Any) -> Snapshot | None:
+    if not isinstance(data, Mapping):
+        return None
+    return Snapshot(str(data.get("text") or ""))
+
+
+@dataclass(frozen=True)
+class WritePayload:
+    """What a node visit writes to its memories."""
+
+    agent_role: str
+    inputs_text: str  # the inputs as `=== INPUT FROM ... ===` sections
+    input_snapshot: Snapshot | None
+    output_snapshot: Snapshot | None
+
+
+class MemoryStore(Protocol):
+    """A store at run time."""
+
+    name: str
+    path: Path | None  # its file; None while it lives in memory only
+
+    def count(self) -> int:
+        """How many items it holds."""
+        ...
+
+    async def load(self) -> None:
+        """Read the file (or build the index) before the graph runs."""
+        ...
+
+    def save(self) -> None:
+        """Write the file, if it has one."""
+        ...
+
+    async def retrieve(
+        self, query: str, top_k: int, threshold: float, *, node: str
+    ) -> list[MemoryItem]:
+        """Items relevant to `query`, best first."""
+        ...
+
+    async def write(self, payload: WritePayload, *, node: str) -> int:
+        """Remember a node visit; the number of items added."""
+        ...
+
+
+class Embedder(Protocol):
+    """Text to vectors, for the stores that search by similarity."""
+
+    async def embed(self, texts: Sequence[str], *, node: str = "") -> list[list[float]]:
+        """One vector per text, in order."""
+        ...
+
+
+@dataclass
+class StoreContext:
+    """What building a store gets from the run."""
+
+    name: str
+    run_dir: Path | None
+    file_stem: str  # `memory_<name>` (prefixed for a subgraph's stores), for `auto` paths
+    redactor: Redactor
+    embedder: Callable[[EmbeddingConfig], Embedder]
+
+    def resolve(self, path: str | None) -> Path | None:
+        """A configured memory_path: `auto` is a file in the run directory (or none)."""
+        if path is None:
+            return None
+        if path == AUTO:
+            return self.run_dir / f"{self.file_stem}.json" if self.run_dir is not None else None
+        return Path(path)
+
+
+@dataclass(frozen=True)
+class MemoryStoreType:
+    """One store type: its config keys, how they are read, and how a store is built."""
+
+    name: str
+    summary: str
+    keys: KeySpec
+    parse: Callable[[Checker, dict[str, Any], KeyPath], Any]  # settings, or None after errors
+    build: Callable[[Any, StoreContext], MemoryStore]
+    config_required: bool = False  # True: `config` must be given (it has required keys)
+
+
+MEMORY_STORES: Registry[MemoryStoreType] = Registry(
+    "memory store type",
+    (
+        "devall_cli.memory.simple",
+        "devall_cli.memory.file",
+        "devall_cli.memory.blackboard",
+        "devall_cli.memory.mem0",
+    ),
+)

@@ -1,0 +1,1 @@
+"""Agent skills (`skills:`): SKILL.md folders the model can activate and read."""
