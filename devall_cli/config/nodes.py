@@ -18,9 +18,7 @@ from devall_cli.config.yaml_source import KeyPath, format_path
 from devall_cli.nodes import NODE_TYPES, NodeType
 
 # ChatDev node types a later devall release brings; named as such rather than as unknown.
-CHATDEV_NODE_TYPES = frozenset(
-    {"human", "python", "python_runner", "subgraph", "loop_counter", "loop_timer"}
-)
+CHATDEV_NODE_TYPES = frozenset({"human", "python", "python_runner", "subgraph"})
 _NODE_KEYS = KeySpec(
     known=frozenset({"id", "type", "config", "description", "context_window", "log_output"}),
     ignored=frozenset({"input", "output"}),  # ChatDev's undocumented pre-seeded queues
