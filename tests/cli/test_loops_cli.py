@@ -128,3 +128,29 @@ def test_a_loop_timer_ends_a_loop_once_its_time_is_up(tmp_path: Path, fake_llm: 
     assert gate_visits[-1] == ["time is up"] and all(v == [] for v in gate_visits[:-1])
     assert len(visits(run, "writer")) == len(gate_visits)
     assert not events(run, "graph.note")  # ended by the gate, not by a limit
+
+
+def test_a_loop_entered_at_two_nodes_at_once_fails_the_run(tmp_path: Path) -> None:
+    nodes = [
+        node("x", "literal", content="X"),
+        node("y", "literal", content="Y"),
+        node("a", "passthrough"),
+        node("b", "passthrough"),
+    ]
+    edges = [edge("x", "a"), edge("y", "b"), edge("a", "b"), edge("b", "a")]
+    flow = write_flow(tmp_path, nodes, edges, start=["x", "y"])
+    code, out, err = invoke("run", str(flow), "--task", "t", "--out", "run", "-q")
+    assert (code, out) == (1, "")
+    assert err == (
+        "devall: error: the cycle (a, b) was entered at more than one node (a, b); "
+        "a cycle must be entered at one node only\n"
+    )
+    assert visits(tmp_path / "run", "a") == []
+
+
+def test_two_start_nodes_in_one_loop_are_a_config_error(tmp_path: Path) -> None:
+    nodes = [scripted("a", "A"), scripted("b", "B")]
+    flow = write_flow(tmp_path, nodes, [edge("a", "b"), edge("b", "a")], start=["a", "b"])
+    code, _, err = invoke("validate", str(flow))
+    assert code == 3
+    assert "a cycle can have only one start node" in err
