@@ -5,9 +5,10 @@ triggered, else the cycle's start node; with neither, the cycle is skipped. Each
 the cycle out in layers (edges into the entry are ignored on the first pass, edges into every
 triggered node on later passes), runs nested cycles the same way, and runs the triggered nodes
 (the entry always runs on the first pass). The items of a layer start together: which of them
-run is decided as the layer begins, and each node reads its queue then. The cycle ends when a node of it fires an edge that
-leaves it (at once, after that layer), when no edge from inside re-triggers the entry, or after
-ITERATION_LIMIT iterations (ChatDev's fixed limit; the trace says so).
+run is decided as the layer begins, and each node reads its queue then. The cycle ends when a
+node of it fires an edge that leaves it (at once, after that layer), when no edge from inside
+re-triggers the entry, or after ITERATION_LIMIT iterations (ChatDev's fixed limit; the trace
+says so).
 """
 
 from __future__ import annotations
