@@ -18,8 +18,6 @@ from devall_cli.config.schema import (
 from devall_cli.config.yaml_source import KeyPath, format_path
 from devall_cli.nodes import NODE_TYPES, NodeType
 
-# ChatDev node types a later devall release brings; named as such rather than as unknown.
-CHATDEV_NODE_TYPES = frozenset({"loop_counter", "loop_timer"})
 _NODE_KEYS = KeySpec(
     known=frozenset({"id", "type", "config", "description", "context_window", "log_output"}),
     # ChatDev's undocumented pre-seeded queues, and `dynamic`, which ChatDev reads on edges only
@@ -63,12 +61,7 @@ def parse_node(ck: Checker, raw: Any, path: KeyPath) -> NodeConfig | None:
 
 def _node_type(ck: Checker, name: str, path: KeyPath) -> NodeType | None:
     node_type = NODE_TYPES.get(name)
-    if node_type is None and name in CHATDEV_NODE_TYPES:
-        supported = ", ".join(NODE_TYPES.names())
-        ck.error(
-            (*path, "type"), f"node type '{name}' is not supported yet (supported: {supported})"
-        )
-    elif node_type is None:
+    if node_type is None:
         ck.error((*path, "type"), NODE_TYPES.unknown_message(name))
     return node_type
 

@@ -141,7 +141,8 @@ def check_keys(ck: Checker, mapping: Mapping[str, Any], path: KeyPath, spec: Key
                 )
             continue
         if key in spec.noted:
-            ck.warning(here, spec.noted[key], at_key=True)
+            if _is_set(value):  # `retry: null` asks for nothing, so nothing is ignored
+                ck.warning(here, spec.noted[key], at_key=True)
             continue
         ck.warning(here, unknown_key_message(key, spec), at_key=True)
 

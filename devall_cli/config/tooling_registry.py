@@ -124,15 +124,15 @@ def parse_tooling_entry(ck: Checker, raw: Any, path: KeyPath) -> ToolingConfig |
 
 def _prefix(ck: Checker, entry: Mapping[str, Any], path: KeyPath) -> str | None:
     prefix = opt_str(ck, entry, "prefix", path)
-    if prefix == "":  # ChatDev writes `prefix: ''` for no prefix
+    if not prefix:  # absent, null or '': no prefix, as in ChatDev
         return None
-    if prefix is not None and not _PREFIX.fullmatch(prefix):
+    if not _PREFIX.fullmatch(prefix):
         ck.error(
             (*path, "prefix"),
             f"prefix may only use letters, digits, '_' and '-', got {prefix!r}",
         )
         return None
-    return prefix or None
+    return prefix
 
 
 def _lookup_type(

@@ -4,14 +4,17 @@ A cycle is entered at one node: the only node of the cycle that an edge from out
 triggered, else the cycle's start node; with neither, the cycle is skipped. Each iteration lays
 the cycle out in layers (edges into the entry are ignored on the first pass, edges into every
 triggered node on later passes), runs nested cycles the same way, and runs the triggered nodes
-(the entry always runs on the first pass). The cycle ends when a node of it fires an edge that
-leaves it (at once, after that layer), when no edge from inside re-triggers the entry, or after
-ITERATION_LIMIT iterations (ChatDev's fixed limit; the trace says so).
+(the entry always runs on the first pass). The items of a layer start together: which of them
+run is decided as the layer begins, and each node reads its queue then. The cycle ends when a
+node of it fires an edge that leaves it (at once, after that layer), when no edge from inside
+re-triggers the entry, or after ITERATION_LIMIT iterations (ChatDev's fixed limit; the trace
+says so).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING
 
 from devall_cli.engine.events import GraphNoteEvent
@@ -139,19 +142,26 @@ class CycleRunner:
         inside = set(scope)
         external: set[str] = set()
 
-        async def run_item(item: Item) -> None:
-            if item.is_cycle:
-                nested = list(item.nodes)
-                nested_entry = self._entry(nested, None)
-                if nested_entry is not None:
-                    left = await self._iterate(nested, nested_entry)
-                    external.update(n for n in left if n not in inside)
-                return
-            forced = first and item.node == entry
-            external.update(await self._run_node(self.nodes[item.node], inside, forced))
+        async def run_cycle(nested: list[str], nested_entry: str) -> None:
+            left = await self._iterate(nested, nested_entry)
+            external.update(n for n in left if n not in inside)
+
+        async def run_node(node: NodeState) -> None:
+            external.update(await self._run_node(node, inside))
 
         for layer in layers:
-            await gather_or_cancel([run_item(item) for item in layer])
+            # The items of a layer start together (ChatDev: in parallel threads), so what runs
+            # is decided before any of them has reset or fired an edge.
+            starting: list[Callable[[], Awaitable[None]]] = []
+            for item in layer:
+                if item.is_cycle:
+                    nested_entry = self._entry(list(item.nodes), None)
+                    if nested_entry is not None:
+                        starting.append(partial(run_cycle, list(item.nodes), nested_entry))
+                elif (first and item.node == entry) or self.nodes[item.node].is_triggered():
+                    starting.append(partial(run_node, self.nodes[item.node]))
+            if starting:
+                await gather_or_cancel([start() for start in starting])
             if external:
                 break
         if external:
@@ -159,9 +169,7 @@ class CycleRunner:
                 self.nodes[node_id].reset_triggers()
         return external
 
-    async def _run_node(self, node: NodeState, inside: set[str], forced: bool) -> set[str]:
-        if not forced and not node.is_triggered():
-            return set()
+    async def _run_node(self, node: NodeState, inside: set[str]) -> set[str]:
         for link in node.outgoing:
             link.triggered = False
         await self.graph.execute(node)

@@ -314,6 +314,10 @@ class GraphRun:
         """Run one visit of `node` on its queue, then deliver its outputs along its edges."""
         inputs = list(node.inputs)
         node.reset_triggers()
+        # The nodes of a layer start together, each on its queue as the layer began (ChatDev
+        # starts them in parallel threads): let the others take their inputs before this one
+        # runs, or a node that answers at once would deliver into a queue read after it.
+        await asyncio.sleep(0)
         self.env.take_step(node.path)
         node.visits += 1
         visit = self.env.next_visit(node.path)

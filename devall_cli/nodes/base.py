@@ -125,6 +125,8 @@ NODE_TYPES: Registry[NodeType] = Registry(
         "devall_cli.nodes.agent",
         "devall_cli.nodes.human",
         "devall_cli.nodes.literal",
+        "devall_cli.nodes.loop_counter",
+        "devall_cli.nodes.loop_timer",
         "devall_cli.nodes.passthrough",
         "devall_cli.nodes.subgraph",
         "devall_cli.nodes.python",

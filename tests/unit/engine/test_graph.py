@@ -45,7 +45,8 @@ class ProbeConfig:
 async def run_probe(run: NodeRun) -> list[Message]:
     config: ProbeConfig = run.node.config
     config.seen.append([(m.role, m.source, m.text) for m in run.inputs])
-    await asyncio.sleep(config.delay)
+    if config.delay:  # without one, a visit completes without yielding, as a literal's does
+        await asyncio.sleep(config.delay)
     if config.fail:
         raise RuntimeError(f"{run.node.id} broke")
     if run.visit < config.silent_until:
@@ -363,6 +364,65 @@ async def test_a_node_that_emits_nothing_stops_the_flow_downstream() -> None:
     )
     outcome = await run(flow)
     assert visits(outcome)["out"] == 0  # the gate emitted nothing on its only visit
+
+
+# --- the nodes of one step of a loop start together -----------------------------------------
+
+
+def same_step_loop(delay: float) -> Workflow:
+    """A loop in which `side` and `entry` share a step from the second iteration on.
+
+    entry feeds side and work; work goes back to entry until its third answer; side is in the
+    loop (by a never-firing, non-triggering edge back) but only a self-loop that never fires
+    counts as its step predecessor, so it joins the first step once entry's edge triggered it.
+    """
+    return workflow(
+        [
+            probe("entry", "e1", "e2", "e3", delay=delay),
+            probe("side", delay=delay),
+            probe("work", "again", "again", "done", delay=delay),
+            probe("out"),
+        ],
+        [
+            edge("entry", "side"),
+            edge("entry", "work"),
+            edge("work", "entry", condition=keyword(none="done")),
+            edge("work", "out", condition=keyword(any="done")),
+            edge("side", "side", condition=NEVER),
+            edge("side", "entry", condition=NEVER, trigger=False),
+        ],
+    )
+
+
+async def test_the_nodes_of_a_step_read_their_queues_as_the_step_began() -> None:
+    flow = same_step_loop(0.0)
+    outcome = await run(flow)
+    assert visits(outcome) == {"entry": 3, "side": 2, "work": 3, "out": 1}
+    # side runs beside entry's second visit: it gets entry's first answer, not the one entry
+    # gives meanwhile (ChatDev starts them in parallel threads); that one arrives during side's
+    # visit and is gone with the rest of its queue afterwards (context_window 0).
+    assert seen(flow, "side") == [[("user", "entry", "e1")], []]
+
+
+async def test_a_step_of_a_loop_in_which_nothing_was_triggered_is_passed_over() -> None:
+    flow = workflow(
+        [probe("a", "go"), probe("b"), probe("c"), probe("out")],
+        [
+            edge("a", "b", condition=keyword(any="never")),
+            edge("b", "c"),
+            edge("c", "a"),
+            edge("a", "out", condition=keyword(any="stop")),
+        ],
+    )
+    outcome = await run(flow)  # b's and c's steps run nothing; a is not triggered again
+    assert visits(outcome) == {"a": 1, "b": 0, "c": 0, "out": 0}
+
+
+async def test_a_loop_is_scheduled_alike_whether_its_nodes_answer_at_once_or_take_time() -> None:
+    instant, slow = same_step_loop(0.0), same_step_loop(0.02)
+    assert visits(await run(instant)) == visits(await run(slow))
+    for node_id in ("entry", "side", "work"):
+        assert seen(instant, node_id) == seen(slow, node_id)
 
 
 # --- majority voting ---------------------------------------------------------------------
