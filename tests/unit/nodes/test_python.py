@@ -210,7 +210,7 @@ def pids(tmp_path: Path) -> list[int]:
     return [int(line) for line in path.read_text().split()] if path.exists() else []
 
 
-def all_gone(numbers: list[int], within: float = 3.0) -> bool:
+def all_gone(numbers: list[int], within: float = 10.0) -> bool:
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         if all(pid_gone(pid) for pid in numbers):
