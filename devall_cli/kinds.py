@@ -4,12 +4,14 @@ condition types and edge processors.
 Each kind is a descriptor object (a frozen dataclass with at least `name` and `summary`) that
 owns its parsing, validation, description and runtime. A module registers its descriptor with
 `REGISTRY.register(...)` when imported; each registry imports its built-in modules the first
-time it is asked, so nothing heavy is loaded before it is needed and no import cycle forms.
+time it is asked, so nothing heavy is loaded before it is needed and no import cycle forms. A
+registry given a package imports every module of it: adding a kind there is adding one module.
 """
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from collections.abc import Mapping, Sequence
 from typing import Generic, Protocol, TypeVar
 
@@ -34,9 +36,10 @@ K = TypeVar("K", bound=Kind)
 class Registry(Generic[K]):
     """Descriptors of one kind by name; built-ins are imported on first use."""
 
-    def __init__(self, what: str, builtins: Sequence[str]) -> None:
+    def __init__(self, what: str, builtins: Sequence[str] = (), *, package: str = "") -> None:
         self.what = what  # "node type", "provider", ...
         self._builtins = tuple(builtins)
+        self._package = package  # every module of it is imported (its modules must stay light)
         self._loaded = False
         self._kinds: dict[str, K] = {}
 
@@ -72,5 +75,10 @@ class Registry(Generic[K]):
         if self._loaded:
             return
         self._loaded = True  # first: a built-in module may ask the registry while importing
-        for module in self._builtins:
+        modules = list(self._builtins)
+        if self._package:
+            package = importlib.import_module(self._package)
+            found = pkgutil.iter_modules(package.__path__, prefix=self._package + ".")
+            modules += sorted(info.name for info in found)
+        for module in modules:
             importlib.import_module(module)

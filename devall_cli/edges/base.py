@@ -56,9 +56,7 @@ class ProcessorType:
     label: Callable[[Any], str] = lambda settings: ""
 
 
-CONDITION_TYPES: Registry[ConditionType] = Registry(
-    "condition type", ("devall_cli.edges.keyword", "devall_cli.edges.function_condition")
-)
-PROCESSOR_TYPES: Registry[ProcessorType] = Registry(
-    "processor type", ("devall_cli.edges.regex_extract", "devall_cli.edges.function_processor")
-)
+# Every module of this package is imported on first use: a new condition or processor type is
+# one module that registers itself.
+CONDITION_TYPES: Registry[ConditionType] = Registry("condition type", package="devall_cli.edges")
+PROCESSOR_TYPES: Registry[ProcessorType] = Registry("processor type", package="devall_cli.edges")

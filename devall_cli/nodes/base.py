@@ -119,16 +119,6 @@ def node_tooling(node: NodeConfig) -> tuple[ToolingConfig, ...]:
     return kind.tooling(node.config) if kind is not None else ()
 
 
-NODE_TYPES: Registry[NodeType] = Registry(
-    "node type",
-    (
-        "devall_cli.nodes.agent",
-        "devall_cli.nodes.human",
-        "devall_cli.nodes.literal",
-        "devall_cli.nodes.loop_counter",
-        "devall_cli.nodes.loop_timer",
-        "devall_cli.nodes.passthrough",
-        "devall_cli.nodes.subgraph",
-        "devall_cli.nodes.python",
-    ),
-)
+# Every module of this package is imported when a node type is first asked for: a new node
+# type is one module that registers itself (its heavy imports stay inside its functions).
+NODE_TYPES: Registry[NodeType] = Registry("node type", package="devall_cli.nodes")
