@@ -29,6 +29,7 @@ from devall_cli.config.schema import (
 )
 from devall_cli.config.yaml_source import KeyPath, format_path
 from devall_cli.edges import CONDITION_TYPES, PROCESSOR_TYPES
+from devall_cli.kinds import Registry
 from devall_cli.memory.base import MemoryRefConfig
 from devall_cli.memory.config import check_memory_refs, declared_names, parse_memory_list
 from devall_cli.nodes import NODE_TYPES
@@ -354,44 +355,38 @@ def parse_condition(ck: Checker, raw: Any, path: KeyPath) -> ConditionConfig | N
 
 
 def _typed(ck: Checker, raw: Any, path: KeyPath) -> ConditionConfig | None:
-    condition = get_mapping(ck, raw, path, "condition")
-    if condition is None:
-        return None
-    check_keys(ck, condition, path, _TYPED_KEYS)
-    name = opt_str(ck, condition, "type", path, required=True)
-    if name is None:
-        return None
-    kind = CONDITION_TYPES.get(name)
-    if kind is None:
-        ck.error((*path, "type"), CONDITION_TYPES.unknown_message(name))
-        return None
-    config = get_mapping(ck, condition.get("config") or {}, (*path, "config"), "config")
-    if config is None:
-        return None
-    settings = kind.parse(ck, config, (*path, "config"))
-    return None if settings is None else ConditionConfig(kind.name, settings)
+    found = _typed_kind(ck, raw, path, CONDITION_TYPES, "condition")
+    return None if found is None else ConditionConfig(*found)
 
 
 def parse_process(ck: Checker, raw: Any, path: KeyPath) -> ProcessorConfig | bool | None:
     """`process: {type: <processor type>, config: {...}}`; None when absent, False when bad."""
     if raw is None:
         return None
-    process = get_mapping(ck, raw, path, "process")
-    if process is None:
-        return False
-    check_keys(ck, process, path, _TYPED_KEYS)
-    name = opt_str(ck, process, "type", path, required=True)
+    found = _typed_kind(ck, raw, path, PROCESSOR_TYPES, "process")
+    return False if found is None else ProcessorConfig(*found)
+
+
+def _typed_kind(
+    ck: Checker, raw: Any, path: KeyPath, registry: Registry[Any], what: str
+) -> tuple[str, Any] | None:
+    """`{type: <a kind of registry>, config: {...}}`: the kind's name and parsed settings."""
+    block = get_mapping(ck, raw, path, what)
+    if block is None:
+        return None
+    check_keys(ck, block, path, _TYPED_KEYS)
+    name = opt_str(ck, block, "type", path, required=True)
     if name is None:
-        return False
-    kind = PROCESSOR_TYPES.get(name)
+        return None
+    kind = registry.get(name)
     if kind is None:
-        ck.error((*path, "type"), PROCESSOR_TYPES.unknown_message(name))
-        return False
-    config = get_mapping(ck, process.get("config") or {}, (*path, "config"), "config")
+        ck.error((*path, "type"), registry.unknown_message(name))
+        return None
+    config = get_mapping(ck, block.get("config") or {}, (*path, "config"), "config")
     if config is None:
-        return False
+        return None
     settings = kind.parse(ck, config, (*path, "config"))
-    return False if settings is None else ProcessorConfig(kind.name, settings)
+    return None if settings is None else (kind.name, settings)
 
 
 # --- shape ---------------------------------------------------------------------------------
