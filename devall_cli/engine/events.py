@@ -38,6 +38,8 @@ class RunStartedEvent(Event):
     kind: ClassVar[str] = "run.started"
     workflow: str
     task: str
+    # The graph's shape (graphview.shape.to_dict): what a report draws, without the workflow.
+    graph: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -23,6 +23,7 @@ from devall_cli.engine.graph import (
 )
 from devall_cli.engine.recorder import RunResult
 from devall_cli.errors import DevallError, ExitCode
+from devall_cli.graphview.shape import shape_of, to_dict
 from devall_cli.memory.bank import MemoryContext
 from devall_cli.messages import task_messages
 from devall_cli.nodes.base import ToolDispatcher
@@ -94,7 +95,8 @@ async def run_workflow(
     """
     bus, run_id, workflow = session.bus, session.run_id, session.workflow
     started = time.monotonic()
-    bus.emit(RunStartedEvent(run_id=run_id, workflow=workflow.name, task=task))
+    shape = to_dict(shape_of(workflow.graph, workflow.redactor.text))
+    bus.emit(RunStartedEvent(run_id=run_id, workflow=workflow.name, task=task, graph=shape))
     make = _provider_maker(provider_factory, environ, workflow.redactor)
     memory = MemoryContext(run_id, session.run_dir, environ, workflow.redactor, bus.emit)
     try:

@@ -1,0 +1,63 @@
+"""A graph shape as Mermaid flowchart text (what `devall graph` prints by default).
+
+The same content as the SVG drawing: nodes with their type and detail, subgraphs as Mermaid
+subgraphs, the task and output marks, conditions as edge labels, edges that do not trigger
+dotted. Node ids become `n1`, `n2`, ... so any id is safe; every text is escaped.
+"""
+
+from __future__ import annotations
+
+from devall_cli.graphview.layout import edge_label, node_caption
+from devall_cli.graphview.shape import GraphShape
+
+_ESCAPES = {"#": "#35;", '"': "#quot;", "<": "#lt;", ">": "#gt;", "`": "#96;"}
+
+
+def mermaid_text(text: str) -> str:
+    """Text safe inside a quoted Mermaid label (entity codes for the characters it reads)."""
+    return "".join(_ESCAPES.get(ch, ch) for ch in text)
+
+
+def render_mermaid(shape: GraphShape) -> str:
+    """`flowchart TD` text for the graph and its subgraphs."""
+    lines = ["flowchart TD"]
+    if shape.id:
+        lines.append(f"  %% workflow {mermaid_text(shape.id)}")
+    ids: dict[str, str] = {}
+    if shape.start:
+        lines.append('  task_(["task"])')
+    _nodes(lines, shape, "", ids, "  ")
+    if shape.end:
+        lines.append('  output_(["output"])')
+    _edges(lines, shape, "", ids)
+    lines.extend(f"  task_ --> {ids[start]}" for start in shape.start)
+    lines.extend(f"  {ids[end]} --> output_" for end in shape.end)
+    return "\n".join(lines) + "\n"
+
+
+def _nodes(
+    lines: list[str], shape: GraphShape, prefix: str, ids: dict[str, str], indent: str
+) -> None:
+    for node in shape.nodes:
+        path = prefix + node.id
+        ids[path] = f"n{len(ids) + 1}"
+        if node.graph is not None:
+            title = mermaid_text(f"{node.id} · {node_caption(node)}")
+            lines.append(f'{indent}subgraph {ids[path]} ["{title}"]')
+            lines.append(f"{indent}  direction TB")
+            _nodes(lines, node.graph, path + "/", ids, indent + "  ")
+            lines.append(f"{indent}end")
+        else:
+            text = f"{mermaid_text(node.id)}<br/>{mermaid_text(node_caption(node))}"
+            lines.append(f'{indent}{ids[path]}["{text}"]')
+
+
+def _edges(lines: list[str], shape: GraphShape, prefix: str, ids: dict[str, str]) -> None:
+    for node in shape.nodes:
+        if node.graph is not None:
+            _edges(lines, node.graph, f"{prefix}{node.id}/", ids)
+    for edge in shape.edges:
+        arrow = "-->" if edge.trigger else "-.->"
+        label = "<br/>".join(mermaid_text(line) for line in edge_label(edge))
+        link = f'{arrow}|"{label}"|' if label else arrow
+        lines.append(f"  {ids[prefix + edge.source]} {link} {ids[prefix + edge.target]}")

@@ -1,0 +1,214 @@
+"""The shape of a workflow's graph: what a picture of it needs, as plain data.
+
+`shape_of` reads it from a loaded graph (subgraphs nested in their nodes, edge conditions by
+the label the trace uses); `to_dict`/`from_dict` carry it through `run.started` in
+events.jsonl, so a report draws the graph a run really used without reading the workflow again.
+`from_dict` accepts anything: what it cannot read is left out, never an error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import PurePath
+from typing import Any
+
+from devall_cli.config.model import EdgeConfig, GraphConfig, NodeConfig
+
+Mask = Callable[[str], str]
+
+
+@dataclass(frozen=True)
+class ShapeNode:
+    """One node: id, type, a short detail (the model, the subgraph file) and its subgraph."""
+
+    id: str
+    type: str
+    detail: str = ""
+    description: str = ""
+    graph: GraphShape | None = None  # the graph a subgraph node runs
+
+
+@dataclass(frozen=True)
+class ShapeEdge:
+    """One edge: its ends, the condition's label ("" when it always holds) and its options."""
+
+    source: str
+    target: str
+    label: str = ""
+    trigger: bool = True
+    carry_data: bool = True
+    notes: tuple[str, ...] = ()  # dynamic fan-out, processor
+
+
+@dataclass(frozen=True)
+class GraphShape:
+    """A graph: nodes in declaration order, edges, start and end nodes."""
+
+    id: str
+    nodes: tuple[ShapeNode, ...]
+    edges: tuple[ShapeEdge, ...] = ()
+    start: tuple[str, ...] = ()
+    end: tuple[str, ...] = ()
+
+    def node(self, node_id: str) -> ShapeNode | None:
+        """The node with this id, or None."""
+        return next((node for node in self.nodes if node.id == node_id), None)
+
+
+def shape_of(graph: GraphConfig, mask: Mask = lambda text: text) -> GraphShape:
+    """The shape of a loaded graph; every text goes through `mask` (the workflow's secrets)."""
+    return GraphShape(
+        id=mask(graph.id or ""),
+        nodes=tuple(_node(node, mask) for node in graph.nodes),
+        edges=tuple(_edge(edge, mask) for edge in graph.edges),
+        start=graph.start,
+        end=graph.end,
+    )
+
+
+def _node(node: NodeConfig, mask: Mask) -> ShapeNode:
+    from devall_cli.nodes.base import NODE_TYPES
+
+    kind = NODE_TYPES.get(node.type)
+    details = kind.details(node.config) if kind is not None else {}
+    children = kind.subgraphs(node.config) if kind is not None else ()
+    return ShapeNode(
+        id=node.id,
+        type=node.type,
+        detail=mask(node_detail(details)),
+        description=mask(node.description or ""),
+        graph=shape_of(children[0], mask) if children else None,
+    )
+
+
+def node_detail(details: Mapping[str, Any]) -> str:
+    """One short line from a node type's details: the model, the subgraph file, the limit."""
+    if "model" in details:
+        return str(details["model"])
+    if details.get("subgraph") == "file":
+        return f"file {PurePath(str(details.get('file'))).name}"
+    if details.get("subgraph") == "config":
+        return "inline"
+    if "max_iterations" in details:
+        return f"max {details['max_iterations']}"
+    if "max_duration" in details:
+        return f"max {details['max_duration']} {details.get('duration_unit', '')}".strip()
+    return ""
+
+
+def _edge(edge: EdgeConfig, mask: Mask) -> ShapeEdge:
+    from devall_cli.config.dynamic import describe_split
+    from devall_cli.edges.base import CONDITION_TYPES, PROCESSOR_TYPES
+
+    label = ""
+    if not edge.condition.always:
+        kind = CONDITION_TYPES.get(edge.condition.type)
+        label = (kind.label(edge.condition.config) if kind else "") or edge.condition.type
+    notes: list[str] = []
+    if edge.dynamic is not None:
+        notes.append(f"{edge.dynamic.type} over {describe_split(edge.dynamic.split)}")
+    if edge.process is not None:
+        processor = PROCESSOR_TYPES.get(edge.process.type)
+        text = (processor.label(edge.process.config) if processor else "") or edge.process.type
+        notes.append(f"process {text}")
+    return ShapeEdge(
+        source=edge.source,
+        target=edge.target,
+        label=mask(label),
+        trigger=edge.trigger,
+        carry_data=edge.carry_data,
+        notes=tuple(mask(note) for note in notes),
+    )
+
+
+# --- to and from JSON ------------------------------------------------------------------------
+
+
+def to_dict(shape: GraphShape) -> dict[str, Any]:
+    """The shape as JSON data (the `graph` of `run.started`)."""
+    return {
+        "id": shape.id,
+        "start": list(shape.start),
+        "end": list(shape.end),
+        "nodes": [_node_dict(node) for node in shape.nodes],
+        "edges": [
+            {
+                "from": edge.source,
+                "to": edge.target,
+                "label": edge.label,
+                "trigger": edge.trigger,
+                "carry_data": edge.carry_data,
+                "notes": list(edge.notes),
+            }
+            for edge in shape.edges
+        ],
+    }
+
+
+def _node_dict(node: ShapeNode) -> dict[str, Any]:
+    data: dict[str, Any] = {"id": node.id, "type": node.type, "detail": node.detail}
+    if node.description:
+        data["description"] = node.description
+    if node.graph is not None:
+        data["graph"] = to_dict(node.graph)
+    return data
+
+
+def from_dict(data: Any, depth: int = 0) -> GraphShape | None:
+    """The shape written by `to_dict`, or None when `data` holds none (an older run)."""
+    if not isinstance(data, Mapping) or depth > 20:
+        return None
+    nodes: list[ShapeNode] = []
+    for raw in _list(data.get("nodes")):
+        if isinstance(raw, Mapping) and isinstance(raw.get("id"), str):
+            nodes.append(
+                ShapeNode(
+                    id=raw["id"],
+                    type=_text(raw.get("type")),
+                    detail=_text(raw.get("detail")),
+                    description=_text(raw.get("description")),
+                    graph=from_dict(raw.get("graph"), depth + 1),
+                )
+            )
+    if not nodes:
+        return None
+    ids = {node.id for node in nodes}
+    edges = [
+        ShapeEdge(
+            source=raw["from"],
+            target=raw["to"],
+            label=_text(raw.get("label")),
+            trigger=raw.get("trigger") is not False,
+            carry_data=raw.get("carry_data") is not False,
+            notes=tuple(_text(note) for note in _list(raw.get("notes"))),
+        )
+        for raw in _list(data.get("edges"))
+        if isinstance(raw, Mapping) and raw.get("from") in ids and raw.get("to") in ids
+    ]
+    return GraphShape(
+        id=_text(data.get("id")),
+        nodes=tuple(nodes),
+        edges=tuple(edges),
+        start=tuple(n for n in _list(data.get("start")) if n in ids),
+        end=tuple(n for n in _list(data.get("end")) if n in ids),
+    )
+
+
+def _list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list) else []
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def walk(shape: GraphShape, prefix: str = "") -> list[tuple[str, ShapeNode]]:
+    """Every node with its path (`outer/inner`), subgraph nodes before their inner nodes."""
+    found: list[tuple[str, ShapeNode]] = []
+    for node in shape.nodes:
+        path = prefix + node.id
+        found.append((path, node))
+        if node.graph is not None:
+            found.extend(walk(node.graph, f"{path}/"))
+    return found
