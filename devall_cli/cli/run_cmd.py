@@ -141,6 +141,12 @@ def run_command(
             help="Replies for human nodes (YAML or JSON: {node: [reply, ...], '*': [...]}).",
         ),
     ] = None,
+    report: Annotated[
+        bool,
+        typer.Option(
+            "--report", help="Write RUN_DIR/report.html at the end (see devall report)."
+        ),
+    ] = False,
 ) -> None:
     """Run WORKFLOW: start its MCP servers, run the graph, print the final answer on stdout.
 
@@ -174,6 +180,7 @@ def run_command(
             json_output=json_output,
             max_steps=max_steps,
             replies=replies,
+            report=report,
         )
 
 
@@ -212,6 +219,7 @@ def _run_in(
     json_output: bool,
     max_steps: int,
     replies: Answers | None = None,
+    report: bool = False,
 ) -> None:
     """Run with the trace on stderr and the records in `run_dir`; print the answer on stdout.
 
@@ -236,6 +244,7 @@ def _run_in(
     for sink in (console, jsonl, results):
         session.subscribe(sink)
     human = human_input_for(replies, console)
+    report_failure: str | None = None
     try:
         result = run_async(
             run_workflow(
@@ -252,12 +261,28 @@ def _run_in(
         jsonl.close()
         if json_output and results.document is not None:
             write_json_text(json_text(results.document))
+        if report:  # also for a failed or interrupted run: that is when it helps most
+            report_failure = _write_report(run_dir)
     if not json_output:
         output = redactor.text(result.output)
         write_product(output + ("" if output.endswith("\n") else "\n"))
-    failures = [redactor.text(f) for f in (jsonl.failure, results.failure) if f]
+    failures = [redactor.text(f) for f in (jsonl.failure, results.failure, report_failure) if f]
     if failures:
         raise RunFailedError(failures[0], details=failures[1:])
+
+
+def _write_report(run_dir: Path) -> str | None:
+    """Write the run's report and print `report: PATH` on stderr; the failure, if it failed."""
+    from devall_cli.errors import DevallError
+    from devall_cli.report import write_report
+
+    try:
+        path = write_report(run_dir)
+    except DevallError as exc:
+        print_line(stderr_console(), f"devall: warning: no report: {exc.message}")
+        return exc.message
+    print_line(stderr_console(), f"report: {path}")
+    return None
 
 
 def _warn_sink(sink: object, exc: BaseException, mask: Callable[[str], str]) -> None:
