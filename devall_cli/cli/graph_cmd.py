@@ -2,22 +2,28 @@
 
 from __future__ import annotations
 
+import os
+import re
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from devall_cli.cli.app import app
 from devall_cli.cli.common import (
+    STATE,
     EnvFileOption,
     VarOption,
     WorkflowArg,
     error_boundary,
     load,
+    parse_vars,
+    print_line,
+    stderr_console,
     write_product,
 )
-from devall_cli.errors import RunFailedError
+from devall_cli.errors import ConfigError, RunFailedError
 
 
 class GraphFormat(StrEnum):
@@ -61,10 +67,11 @@ def graph_command(
 
     Mermaid text on stdout by default; with -o FILE the format follows the file's suffix
     (.svg, .dot/.gv, .mmd), SVG otherwise. The SVG is the drawing `devall report` shows.
+    Placeholders that are not set (an API key, a server URL) do not stop the drawing.
     """
     from devall_cli.graphview import render
 
-    loaded = load(workflow, var, env_file)
+    loaded = _load_for_drawing(workflow, var, env_file)
     chosen = fmt or (_BY_SUFFIX.get(out.suffix.lower(), GraphFormat.SVG) if out else None)
     text = render(loaded, (chosen or GraphFormat.MERMAID).value)
     if out is None:
@@ -74,3 +81,42 @@ def graph_command(
         out.write_text(text, encoding="utf-8")
     except OSError as exc:
         raise RunFailedError(f"could not write {out}: {exc.strerror or exc}") from None
+
+
+_UNSET = re.compile(r"unresolved placeholder \$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_URL_NAME = re.compile(r"URL|URI|ENDPOINT|HOST", re.IGNORECASE)
+
+
+def _load_for_drawing(workflow: Path, var: list[str] | None, env_file: Path | None) -> Any:
+    """The workflow; placeholders that are not set get stand-ins (a picture needs no secrets).
+
+    When the only errors are unset placeholders, the file is loaded again with `${NAME}` as
+    the value of each (a URL-like name gets an `.invalid` URL) and a warning names them.
+    Any other error is reported as `devall validate` reports it.
+    """
+    from devall_cli.config.loader import load_workflow
+
+    try:
+        return load(workflow, var, env_file)
+    except ConfigError as exc:
+        errors = [issue for issue in exc.issues if issue.severity == "error"]
+        names = sorted({m.group(1) for i in errors if (m := _UNSET.search(i.message))})
+        if not names or any(not _UNSET.search(issue.message) for issue in errors):
+            raise
+        environ = {**os.environ, **{name: _stand_in(name) for name in names}}
+        try:
+            loaded = load_workflow(
+                workflow, cli_vars=parse_vars(var), env_file=env_file, environ=environ
+            )
+        except ConfigError:
+            raise exc from None
+    STATE.mask = loaded.redactor.text
+    console = stderr_console()
+    for issue in loaded.warnings:
+        print_line(console, f"devall: warning: {issue.headline()}")
+    print_line(console, f"devall: warning: not set, drawn without a value: {', '.join(names)}")
+    return loaded
+
+
+def _stand_in(name: str) -> str:
+    return "http://unset.invalid/" if _URL_NAME.search(name) else f"${{{name}}}"
