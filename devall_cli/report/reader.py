@@ -28,6 +28,9 @@ from devall_cli.report.model import (
 EVENTS, RESULT = "events.jsonl", "result.json"
 
 
+CANCELLED = "cancelled"  # the error of a node visit that a Ctrl-C or SIGTERM cancelled
+
+
 def read_run(run_dir: Path) -> RunLog:
     """The RunLog of `run_dir`; UsageError when it holds neither events.jsonl nor result.json."""
     events_path, result_path = run_dir / EVENTS, run_dir / RESULT
@@ -45,6 +48,7 @@ def read_run(run_dir: Path) -> RunLog:
     fold.finish()
     _apply_result(log)
     _order_nodes(log)
+    _interrupted_not_failed(log)
     return log
 
 
@@ -390,3 +394,15 @@ def _order_nodes(log: RunLog) -> None:
             failed = [v for v in node.visits if v.status == "failed"]
             node.error = failed[-1].error if failed else None
             node.duration_ms = sum(v.duration_ms or 0.0 for v in node.visits)
+
+
+def _interrupted_not_failed(log: RunLog) -> None:
+    """In an interrupted run, a visit the interruption cancelled was interrupted, not failed."""
+    if log.status != "interrupted":
+        return
+    for node in log.nodes:
+        for visit in node.visits:
+            if visit.status == "failed" and visit.error == CANCELLED:
+                visit.status, visit.error = "interrupted", None
+        if node.status == "failed" and node.error == CANCELLED:
+            node.status, node.error = "interrupted", None
