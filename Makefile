@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint bench venv clean
+.PHONY: demo test lint bench venv clean chromium
 
 venv: $(STAMP)
 
@@ -19,8 +19,20 @@ demo: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/devall run workflows/demo_offline.yaml \
 		--task "Tell me my fortune"
 
-test: $(STAMP)
+test: $(STAMP) chromium
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile
+
+# The report's browser test opens a report in Debian's Chromium. Installed here when missing
+# (as root, with apt-get); where that cannot be done the test is skipped and says why.
+CHROMIUM ?= chromium
+chromium:
+	@command -v $(CHROMIUM) >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	{ if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing Debian's chromium for the report's browser test"; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	      apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core >/dev/null) || \
+	    echo "chromium could not be installed: the report's browser test will be skipped"; \
+	  else echo "no chromium and no apt-get as root: the report's browser test will be skipped"; fi; }
 
 lint: $(STAMP)
 	$(BIN)/ruff check devall_cli tests mcp_example benchmarks
