@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
+import textwrap
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -113,3 +117,30 @@ def test_foreign_text_is_escaped_in_every_format(tmp_path: Path) -> None:
     assert code == 0 and '"]; A-->B' not in mermaid
     code, dot, _ = invoke("graph", str(flow), "-f", "dot")
     assert code == 0 and 'x"]' not in dot
+
+
+def test_graph_and_report_import_no_network_or_server_library(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    started = {"kind": "run.started", "ts": 1.0, "run_id": "r", "workflow": "w", "task": "t"}
+    finished = {"kind": "run.finished", "ts": 2.0, "run_id": "r", "status": "ok"}
+    (run_dir / "events.jsonl").write_text(f"{json.dumps(started)}\n{json.dumps(finished)}\n")
+    script = textwrap.dedent(
+        f"""
+        import sys
+        from typer.testing import CliRunner
+        from devall_cli.cli.app import app
+        loaded = lambda *names: sorted(m for m in names if m in sys.modules)
+        result = CliRunner().invoke(app, ["graph", {str(WORKFLOWS / "demo_offline.yaml")!r}])
+        assert result.exit_code == 0, result.output
+        print("graph:", loaded("fastmcp", "httpx", "mcp", "jinja2"))
+        result = CliRunner().invoke(app, ["report", {str(run_dir)!r}])
+        assert result.exit_code == 0, result.output
+        print("report:", loaded("fastmcp", "httpx", "mcp"))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["graph: []", "report: []"]

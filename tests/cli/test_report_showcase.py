@@ -59,6 +59,8 @@ def showcase(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 def test_showcase_report_shows_branches_loop_and_attachments(showcase: Path) -> None:
+    code, out, err = invoke("validate", str(SHOWCASE))
+    assert code == 0 and "is valid" in out, err
     html = page(showcase / "report.html")
     assert '<body class="run-ok">' in html
     assert node_ids(html) == NODES
