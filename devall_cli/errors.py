@@ -69,10 +69,12 @@ class DevallError(Exception):
 
     exit_code: ExitCode = ExitCode.FAILED
 
-    def __init__(self, message: str, *, details: Sequence[str] = ()) -> None:
+    def __init__(self, message: str, *, details: Sequence[str] = (), hint: str = "") -> None:
         super().__init__(message)
         self.message = message
         self.details: list[str] = list(details)
+        # How to fix it, where devall can tell (`start the server: ...`); shown as `hint: ...`.
+        self.hint = hint
 
 
 class RunFailedError(DevallError):

@@ -8,12 +8,14 @@ import typer
 
 from devall_cli import __version__
 from devall_cli.cli.common import STATE
+from devall_cli.cli.usage import DevallGroup
 
 app = typer.Typer(
     name="devall",
     help="Run ChatDev 2.0 (DevAll) workflows whose agents use MCP tools, from a terminal or CI.",
     no_args_is_help=True,
-    add_completion=False,
+    cls=DevallGroup,  # usage errors as one error line and a hint, like every other error
+    add_completion=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
