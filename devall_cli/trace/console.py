@@ -122,7 +122,9 @@ class ConsoleSink:
         self.recorder = recorder if recorder is not None else RunRecorder()
         self.waits = WaitState()
         self._calls: dict[str, ToolCallEvent] = {}
-        self._use_live = (console.is_terminal and verbosity != "quiet") if live is None else live
+        # No spinner and no live line without colour (--no-color, NO_COLOR) or a terminal.
+        animated = console.is_terminal and not console.no_color and verbosity != "quiet"
+        self._use_live = animated if live is None else live
         self._live: Live | None = None
         self._spinner = Spinner("dots", style="cyan")
 
