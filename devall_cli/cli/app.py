@@ -45,6 +45,10 @@ def main_callback(
     5 remote, 130 interrupted (143 on SIGTERM).
     """
     STATE.debug = debug
+    if debug:
+        from devall_cli.errors import record_issue_origins
+
+        record_issue_origins()  # a config error shows the stack of the check that found it
     STATE.no_color = no_color
     STATE.mask = None
 

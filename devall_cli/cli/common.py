@@ -143,6 +143,9 @@ def report_error(error: DevallError, console: Console | None = None) -> None:
     if isinstance(error, ConfigError) and error.issues:
         for issue in error.issues:
             label = "error" if issue.severity == "error" else "warning"
+            if STATE.debug and issue.origin and label == "error":  # where devall found it
+                sys.stderr.write(issue.origin)
+                sys.stderr.flush()
             print_line(console, f"devall: {label}: {issue.headline()}")
             if issue.source_line:
                 print_line(console, f"  {issue.source_line}")
