@@ -97,7 +97,12 @@ def parse_tooling(ck: Checker, raw: Any, path: KeyPath) -> tuple[ToolingConfig, 
 
 
 def parse_tooling_entry(ck: Checker, raw: Any, path: KeyPath) -> ToolingConfig | None:
-    """One `{type, prefix, config}` entry."""
+    """One `{type, prefix, config}` entry; an unknown key in it is an error."""
+    with ck.strict_keys():
+        return _parse_tooling_entry(ck, raw, path)
+
+
+def _parse_tooling_entry(ck: Checker, raw: Any, path: KeyPath) -> ToolingConfig | None:
     entry = get_mapping(ck, raw, path, "a tooling entry")
     if entry is None:
         return None
