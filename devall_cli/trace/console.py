@@ -221,7 +221,9 @@ class ConsoleSink:
 
     def _on_server_exited(self, event: ServerExitedEvent) -> None:
         message = f": {event.message}" if event.message else ""
-        self._print(f"✗ server {event.server_id} exited ({event.status}){message}", "red")
+        # `exited` for a process that ended; otherwise what went wrong (`unreachable`, ...).
+        what = event.status.replace("_", " ") if event.status else "exited"
+        self._print(f"✗ server {event.server_id} {what}{message}", "red")
 
     def _on_server_restarted(self, event: ServerRestartedEvent) -> None:
         self._print(f"↻ server {event.server_id} restarted (attempt {event.attempt})", "yellow")
