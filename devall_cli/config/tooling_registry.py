@@ -40,6 +40,9 @@ def _no_source(source_id: str, settings: Any, ctx: SourceContext) -> ToolSource:
     raise NotImplementedError("this tooling type has no runtime")
 
 
+_NO_KEYS = KeySpec(known=frozenset())
+
+
 @dataclass(frozen=True)
 class ToolingType:
     """One registered tooling type."""
@@ -47,6 +50,7 @@ class ToolingType:
     name: str
     parse: ToolingParser
     summary: str = ""
+    keys: KeySpec = _NO_KEYS  # the keys of its `config` (for `devall schema`)
     make_source: SourceFactory = _no_source
     base_name: Callable[[Any], str] = lambda settings: "tools"  # a readable source id
     cache_ttl: Callable[[Any], float] = lambda settings: math.inf  # seconds a listing is kept
