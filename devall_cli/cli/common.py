@@ -19,6 +19,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+from devall_cli.cli.completion import complete_workflow
 from devall_cli.errors import (
     ConfigError,
     DevallError,
@@ -61,7 +62,12 @@ JsonOption = Annotated[
     bool, typer.Option("--json", help="Print exactly one JSON document on stdout.")
 ]
 WorkflowArg = Annotated[
-    Path, typer.Argument(metavar="WORKFLOW", help="Path to the workflow YAML file.")
+    Path,
+    typer.Argument(
+        metavar="WORKFLOW",
+        help="Path to the workflow YAML file.",
+        autocompletion=complete_workflow,
+    ),
 ]
 
 

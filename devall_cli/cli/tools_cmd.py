@@ -25,6 +25,7 @@ from devall_cli.cli.common import (
     stdout_console,
     write_product,
 )
+from devall_cli.cli.completion import complete_node, complete_tool
 from devall_cli.errors import ExitCode
 from devall_cli.text import clean_value, visible
 
@@ -34,7 +35,10 @@ tools_app = typer.Typer(
 app.add_typer(tools_app, name="tools")
 
 NodeOption = Annotated[
-    str | None, typer.Option("--node", metavar="ID", help="Only this node's tools.")
+    str | None,
+    typer.Option(
+        "--node", metavar="ID", help="Only this node's tools.", autocompletion=complete_node
+    ),
 ]
 
 
@@ -123,7 +127,7 @@ def call_command(
     tool: Annotated[
         str,
         typer.Argument(
-            metavar="TOOL", help="Final tool name (with prefix)."
+            metavar="TOOL", help="Final tool name (with prefix).", autocompletion=complete_tool
         ),
     ],
     args: Annotated[
