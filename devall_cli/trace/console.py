@@ -385,7 +385,8 @@ class ConsoleSink:
         shown = self._body(render_blocks(event.blocks)) or "(empty result)"
         body.append_text(self._t(shown, body=True))
         panel = Panel(body, title=self._t(title), title_align="left", border_style=style)
-        self.console.print(panel)
+        # Wrapped inside the panel (long words folded), never cut at the console's width.
+        self.console.print(panel, soft_wrap=False)
 
     _on_tool_error = _on_tool_result
 
