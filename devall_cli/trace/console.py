@@ -213,7 +213,7 @@ class ConsoleSink:
         details = [event.server_name or "", f"protocol {event.protocol_version}"]
         details += [f"{event.tools} tools", format_ms(event.connect_ms)]
         shown = " · ".join(d for d in details if d and not d.endswith("None"))
-        self._print(f"✓ server {event.server_id} ready · {shown}", "green")
+        self._print(f"✓ server '{event.server_id}' ready · {shown}", "green")
 
     def _on_server_log(self, event: ServerLogEvent) -> None:
         if self.verbose:
@@ -223,10 +223,10 @@ class ConsoleSink:
         message = f": {event.message}" if event.message else ""
         # `exited` for a process that ended; otherwise what went wrong (`unreachable`, ...).
         what = event.status.replace("_", " ") if event.status else "exited"
-        self._print(f"✗ server {event.server_id} {what}{message}", "red")
+        self._print(f"✗ server '{event.server_id}' {what}{message}", "red")
 
     def _on_server_restarted(self, event: ServerRestartedEvent) -> None:
-        self._print(f"↻ server {event.server_id} restarted (attempt {event.attempt})", "yellow")
+        self._print(f"↻ server '{event.server_id}' restarted (attempt {event.attempt})", "yellow")
 
     # --- nodes and model ---------------------------------------------------------------------
 

@@ -276,7 +276,7 @@ def test_an_unreachable_server_is_named_as_written_with_a_hint(tmp_path: Path) -
     tooling = [{"type": "mcp_remote", "config": {"server": f"http://127.0.0.1:{port}/mcp"}}]
     done = devall("run", str(scripted(tmp_path, tooling=tooling)), "--task", "x", cwd=tmp_path)
     assert done.returncode == 4
-    assert f"✗ server 127.0.0.1:{port} unreachable" in done.stderr
+    assert f"✗ server '127.0.0.1:{port}' unreachable" in done.stderr
     assert f"hint: start the MCP server that should answer at http://127.0.0.1:{port}/mcp" in (
         done.stderr
     )
@@ -288,7 +288,7 @@ def test_a_server_missing_a_module_says_activate_the_venv(tmp_path: Path) -> Non
     tooling = [{"type": "mcp_local", "config": {"command": sys.executable, "args": ["server.py"]}}]
     done = devall("tools", "list", str(scripted(tmp_path, tooling=tooling)))
     assert done.returncode == 4
-    assert "server server exited" in done.stderr  # the id is the script's name
+    assert "server 'server' exited" in done.stderr  # the id is the script's name, quoted
     assert "hint: the server's Python has no module 'no_such_module_for_devall'" in done.stderr
     assert "activate the virtualenv" in done.stderr
 

@@ -1,4 +1,4 @@
-"""`devall schema` stays in step with the loader: same keys, every registered kind, same verdicts."""
+"""`devall schema` in step with the loader: same keys, every registered kind, same verdicts."""
 
 from __future__ import annotations
 

@@ -46,7 +46,7 @@ async def test_normal_trace_shows_nodes_models_tools_and_a_summary() -> None:
     assert SECRET not in out and "tok-abc" in out  # only declared secrets are masked
     assert "devall run run-1 · workflow flow" in out
     assert "starting db (mcp_remote: http://127.0.0.1:9/mcp?token=***)" in out
-    assert "server db ready · db-server · protocol 2025-11-25 · 3 tools · 12 ms" in out
+    assert "server 'db' ready · db-server · protocol 2025-11-25 · 3 tools · 12 ms" in out
     assert "node intro" in out and "node worker" in out  # rule headers
     assert "model · worker · round 1" in out  # every line names its node
     assert '⇢ lookup {"text": "***", "token": "tok-abc"}' in out
@@ -84,7 +84,7 @@ def test_summary_counts_and_failures_in_red_lines() -> None:
     sink(ServerLogEvent(run_id="r", server_id="fs", line="only in verbose"))
     sink(RunFinishedEvent(run_id="r", status="failed", error="server 'fs' exited", exit_code=4))
     out = buffer.getvalue()
-    assert "✗ server fs exited: crash ***" in out
+    assert "✗ server 'fs' exited: crash ***" in out
     assert "only in verbose" not in out
     assert "✗ run failed after 0 ms (exit 4): server 'fs' exited" in out
 
