@@ -163,6 +163,8 @@ def _print_table(rows: list[dict[str, Any]]) -> None:
             print_line(console, f"{r['id']}: {r['status']}: {r['error']}")
             for line in r["log_tail"][-5:]:
                 print_line(console, f"  | {line}")
+            if r.get("hint"):
+                print_line(console, f"  hint: {r['hint']}")
 
 
 def _ms(value: float | None) -> str:
