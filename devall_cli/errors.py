@@ -19,9 +19,18 @@ The core raises these and never exits; the CLI maps them to exit codes in one pl
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import IntEnum
+
+# Whether a config issue keeps the stack of the code that found it (`devall --debug`).
+_RECORD_ORIGINS = [False]
+
+
+def record_issue_origins(on: bool = True) -> None:
+    """From now on, every ConfigIssue keeps the stack that created it (for `--debug`)."""
+    _RECORD_ORIGINS[0] = on
 
 
 class ExitCode(IntEnum):
@@ -48,6 +57,13 @@ class ConfigIssue:
     col: int = 0
     severity: str = "error"  # "error" | "warning"
     source_line: str = ""
+    # The stack of the check that found it; kept only when asked (`--debug`), never compared.
+    origin: str = field(default="", compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if _RECORD_ORIGINS[0] and not self.origin:
+            stack = "".join(traceback.format_stack()[:-2])  # not this method, nor __init__
+            object.__setattr__(self, "origin", f"Traceback (most recent call last):\n{stack}")
 
     def location(self) -> str:
         """`file:line:col`, leaving out the parts that are unknown."""
@@ -69,10 +85,12 @@ class DevallError(Exception):
 
     exit_code: ExitCode = ExitCode.FAILED
 
-    def __init__(self, message: str, *, details: Sequence[str] = ()) -> None:
+    def __init__(self, message: str, *, details: Sequence[str] = (), hint: str = "") -> None:
         super().__init__(message)
         self.message = message
         self.details: list[str] = list(details)
+        # How to fix it, where devall can tell (`start the server: ...`); shown as `hint: ...`.
+        self.hint = hint
 
 
 class RunFailedError(DevallError):

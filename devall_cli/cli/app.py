@@ -8,12 +8,14 @@ import typer
 
 from devall_cli import __version__
 from devall_cli.cli.common import STATE
+from devall_cli.cli.usage import DevallGroup
 
 app = typer.Typer(
     name="devall",
     help="Run ChatDev 2.0 (DevAll) workflows whose agents use MCP tools, from a terminal or CI.",
     no_args_is_help=True,
-    add_completion=False,
+    cls=DevallGroup,  # usage errors as one error line and a hint, like every other error
+    add_completion=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -43,6 +45,10 @@ def main_callback(
     5 remote, 130 interrupted (143 on SIGTERM).
     """
     STATE.debug = debug
+    if debug:
+        from devall_cli.errors import record_issue_origins
+
+        record_issue_origins()  # a config error shows the stack of the check that found it
     STATE.no_color = no_color
     STATE.mask = None
 
@@ -51,9 +57,11 @@ def main_callback(
 # (each command module adds one import line here)
 from devall_cli.cli import (  # noqa: E402,F401
     graph_cmd,
+    init_cmd,
     probe_cmd,
     report_cmd,
     run_cmd,
+    schema_cmd,
     tools_cmd,
     validate_cmd,
 )

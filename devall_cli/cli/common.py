@@ -19,7 +19,14 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from devall_cli.errors import ConfigError, DevallError, ExitCode, InterruptedRunError
+from devall_cli.cli.completion import complete_workflow
+from devall_cli.errors import (
+    ConfigError,
+    DevallError,
+    ExitCode,
+    InterruptedRunError,
+    UsageError,
+)
 from devall_cli.text import clean_text, visible
 
 P = ParamSpec("P")
@@ -55,7 +62,12 @@ JsonOption = Annotated[
     bool, typer.Option("--json", help="Print exactly one JSON document on stdout.")
 ]
 WorkflowArg = Annotated[
-    Path, typer.Argument(metavar="WORKFLOW", help="Path to the workflow YAML file.")
+    Path,
+    typer.Argument(
+        metavar="WORKFLOW",
+        help="Path to the workflow YAML file.",
+        autocompletion=complete_workflow,
+    ),
 ]
 
 
@@ -137,6 +149,9 @@ def report_error(error: DevallError, console: Console | None = None) -> None:
     if isinstance(error, ConfigError) and error.issues:
         for issue in error.issues:
             label = "error" if issue.severity == "error" else "warning"
+            if STATE.debug and issue.origin and label == "error":  # where devall found it
+                sys.stderr.write(issue.origin)
+                sys.stderr.flush()
             print_line(console, f"devall: {label}: {issue.headline()}")
             if issue.source_line:
                 print_line(console, f"  {issue.source_line}")
@@ -147,6 +162,8 @@ def report_error(error: DevallError, console: Console | None = None) -> None:
     print_line(console, f"devall: error: {mask(error.message)}")
     for line in error.details:
         print_line(console, f"  {mask(line)}")
+    if error.hint:
+        print_line(console, f"  hint: {mask(error.hint)}")
 
 
 def error_boundary(func: Callable[P, R]) -> Callable[P, R]:
@@ -161,6 +178,8 @@ def error_boundary(func: Callable[P, R]) -> Callable[P, R]:
         except DevallError as exc:
             if STATE.debug:
                 traceback.print_exc()
+            if isinstance(exc, UsageError) and not exc.hint:
+                exc.hint = _help_hint()
             report_error(exc)
             raise typer.Exit(int(exc.exit_code)) from None
         except KeyboardInterrupt:
@@ -178,6 +197,14 @@ def error_boundary(func: Callable[P, R]) -> Callable[P, R]:
             raise typer.Exit(int(ExitCode.FAILED)) from None
 
     return wrapper
+
+
+def _help_hint() -> str:
+    """`try 'devall tools call --help'`: the help of the command that is running."""
+    from devall_cli.cli.usage import current_context
+
+    ctx = current_context()
+    return f"try '{ctx.command_path if ctx is not None else 'devall'} --help'"
 
 
 def load(workflow: Path, var: list[str] | None, env_file: Path | None) -> Any:

@@ -50,7 +50,7 @@ class TerminalPrompt:
     async def reply(self, request: HumanRequest) -> str:
         """Show the question, then read lines until an empty one or Ctrl-D."""
         with self._pause():
-            self.console.print(self._question(request))
+            self.console.print(self._question(request), soft_wrap=False)
             self.console.print(Text(HINT, style="dim"))
             lines: list[bytes] = []
             while True:

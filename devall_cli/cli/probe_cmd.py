@@ -22,6 +22,7 @@ from devall_cli.cli.common import (
     shown,
     stdout_console,
 )
+from devall_cli.cli.completion import complete_workflow
 from devall_cli.errors import ExitCode, UsageError
 from devall_cli.redaction import Redactor, flag_secrets, is_secret_name, url_credentials
 from devall_cli.text import visible
@@ -31,7 +32,12 @@ from devall_cli.text import visible
 @error_boundary
 def probe_command(
     workflow: Annotated[
-        Path | None, typer.Argument(metavar="[WORKFLOW]", help="Workflow whose servers to probe.")
+        Path | None,
+        typer.Argument(
+            metavar="[WORKFLOW]",
+            help="Workflow whose servers to probe.",
+            autocompletion=complete_workflow,
+        ),
     ] = None,
     url: Annotated[
         str | None,
@@ -157,6 +163,8 @@ def _print_table(rows: list[dict[str, Any]]) -> None:
             print_line(console, f"{r['id']}: {r['status']}: {r['error']}")
             for line in r["log_tail"][-5:]:
                 print_line(console, f"  | {line}")
+            if r.get("hint"):
+                print_line(console, f"  hint: {r['hint']}")
 
 
 def _ms(value: float | None) -> str:

@@ -27,7 +27,7 @@ from devall_cli.cli.common import (
     write_json_text,
     write_product,
 )
-from devall_cli.errors import RunFailedError, UsageError
+from devall_cli.errors import UsageError
 from devall_cli.text import clean_text
 
 if TYPE_CHECKING:
@@ -226,23 +226,19 @@ def _run_in(
     The answer is printed even when a record could not be written (a full disk); that is
     reported after it, naming the file, and fails the command.
     """
+    from devall_cli.cli.records import RunRecords, print_run_files
     from devall_cli.engine.runner import run_workflow
     from devall_cli.nodes.base import walk_nodes
     from devall_cli.nodes.human_input import HUMAN_INPUT
     from devall_cli.trace.console import ConsoleSink
-    from devall_cli.trace.jsonl import JsonlSink
-    from devall_cli.trace.result import ResultSink, json_text
+    from devall_cli.trace.result import json_text
 
-    redactor, run_dir = session.redactor, session.run_dir
+    redactor = session.redactor
     signals = SignalState()
     console = ConsoleSink(stderr_console(), redactor, mode, recorder=session.recorder)
-    jsonl = JsonlSink(run_dir / "events.jsonl", redactor)
+    session.subscribe(console)
     node_ids = [path for path, _ in walk_nodes(session.workflow.graph)]
-    results = ResultSink(
-        run_dir / "result.json", redactor, node_ids=node_ids, recorder=session.recorder
-    )
-    for sink in (console, jsonl, results):
-        session.subscribe(sink)
+    records = RunRecords(session, node_ids)
     human = human_input_for(replies, console)
     report_failure: str | None = None
     try:
@@ -258,17 +254,17 @@ def _run_in(
         )
     finally:
         console.close()
-        jsonl.close()
-        if json_output and results.document is not None:
-            write_json_text(json_text(results.document))
+        records.close()
+        if json_output and records.document is not None:
+            write_json_text(json_text(records.document))
         if report:  # also for a failed or interrupted run: that is when it helps most
-            report_failure = _write_report(run_dir)
+            report_failure = _write_report(session.run_dir)
+        if mode != "quiet":
+            print_run_files(session.run_dir)
     if not json_output:
         output = redactor.text(result.output)
         write_product(output + ("" if output.endswith("\n") else "\n"))
-    failures = [redactor.text(f) for f in (jsonl.failure, results.failure, report_failure) if f]
-    if failures:
-        raise RunFailedError(failures[0], details=failures[1:])
+    records.raise_failures(report_failure)
 
 
 def _write_report(run_dir: Path) -> str | None:

@@ -25,6 +25,7 @@ from devall_cli.cli.common import (
     stdout_console,
     write_product,
 )
+from devall_cli.cli.completion import complete_node, complete_tool
 from devall_cli.errors import ExitCode
 from devall_cli.text import clean_value, visible
 
@@ -34,7 +35,10 @@ tools_app = typer.Typer(
 app.add_typer(tools_app, name="tools")
 
 NodeOption = Annotated[
-    str | None, typer.Option("--node", metavar="ID", help="Only this node's tools.")
+    str | None,
+    typer.Option(
+        "--node", metavar="ID", help="Only this node's tools.", autocompletion=complete_node
+    ),
 ]
 
 
@@ -120,38 +124,51 @@ def list_command(
 @error_boundary
 def call_command(
     workflow: WorkflowArg,
-    tool: Annotated[str, typer.Argument(metavar="TOOL", help="Final tool name (with prefix).")],
+    tool: Annotated[
+        str,
+        typer.Argument(
+            metavar="TOOL", help="Final tool name (with prefix).", autocompletion=complete_tool
+        ),
+    ],
     args: Annotated[
         str, typer.Option("--args", metavar="JSON", help="Arguments as a JSON object.")
     ] = "{}",
     node: NodeOption = None,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", metavar="DIR", help="Run directory (default: logs/<run-id>)."),
+    ] = None,
     json_output: JsonOption = False,
     var: VarOption = None,
     env_file: EnvFileOption = None,
 ) -> None:
     """Call one tool as a node would, and print its normalized result.
 
-    Binary results are saved under logs/<run-id>/attachments/. Exit 1 if the tool returned an
-    error result, 4/5 for connection or protocol failures.
+    events.jsonl, result.json and attachments/ are written to the run directory, as by `run`.
+    Exit 1 if the tool returned an error result, 4/5 for connection or protocol failures.
     """
+    from devall_cli.cli.records import print_run_files, run_records
     from devall_cli.engine.runner import new_run_id
-    from devall_cli.tools.catalog import call_workflow_tool, default_run_dir
-    from devall_cli.tools.manager import ToolManager
+    from devall_cli.session import RunSession
+    from devall_cli.tool_run import run_tool_call
+    from devall_cli.tools.catalog import default_run_dir
     from devall_cli.tools.normalize import blocks_to_json
 
     arguments = _parse_args(args)
     loaded = load(workflow, var, env_file)
     redactor = loaded.redactor
     run_id = new_run_id("tools-call")
-    run_dir = default_run_dir(run_id)
-
-    async def go() -> Any:
-        async with ToolManager(loaded, run_id=run_id, run_dir=run_dir) as manager:
-            return await call_workflow_tool(manager, tool, arguments, node)
-
-    outcome = run_async(go())
+    run_dir = out if out is not None else default_run_dir(run_id)
+    session = RunSession(loaded, run_id=run_id, run_dir=run_dir)
+    with session.held(), run_records(session) as records:
+        try:
+            outcome = run_async(run_tool_call(session, tool, arguments, node))
+        except BaseException:
+            print_run_files(run_dir)  # the records of the failure are there too
+            raise
     result = outcome.result
-    blocks = blocks_to_json(result.blocks)
+    # Attachment paths as the caller can open them: from the current directory.
+    blocks = [_from_cwd(block, run_dir) for block in blocks_to_json(result.blocks)]
     if json_output:
         print_json(
             redactor.value(
@@ -165,11 +182,19 @@ def call_command(
             )
         )
     else:
-        _print_blocks(blocks, run_dir, redactor, to_stderr=result.is_error)
+        _print_blocks(blocks, redactor, to_stderr=result.is_error)
+    print_run_files(run_dir)
+    records.raise_failures()
     if result.is_error:
         if not json_output:
             print_line(stderr_console(), f"devall: error: tool '{tool}' returned an error")
         raise typer.Exit(int(ExitCode.FAILED))
+
+
+def _from_cwd(block: dict[str, Any], run_dir: Path) -> dict[str, Any]:
+    if block.get("type") == "attachment" and block.get("path"):
+        return {**block, "path": str(run_dir / block["path"])}
+    return block
 
 
 def _parse_args(text: str) -> dict[str, Any]:
@@ -187,18 +212,16 @@ def _parse_args(text: str) -> dict[str, Any]:
     return cleaned
 
 
-def _print_blocks(
-    blocks: list[dict[str, Any]], run_dir: Path, redactor: Any, to_stderr: bool
-) -> None:
+def _print_blocks(blocks: list[dict[str, Any]], redactor: Any, to_stderr: bool) -> None:
     """The product: text blocks as they are (tabs kept), attachments as paths, data as JSON."""
     lines: list[str] = []
     for block in blocks:
         if block["type"] == "text":
             lines.append(redactor.text(block["text"]))
         elif block["type"] == "attachment":
-            path = run_dir / block["path"]
             lines.append(
-                f"[{block['kind']} saved: {path} ({block['mime_type']}, {block['size']} bytes)]"
+                f"[{block['kind']} saved: {block['path']} "
+                f"({block['mime_type']}, {block['size']} bytes)]"
             )
         else:
             lines.append(json.dumps(redactor.value(block["data"]), ensure_ascii=False))

@@ -20,6 +20,7 @@ from devall_cli.cli.common import (
     report_error,
     stdout_console,
 )
+from devall_cli.cli.completion import complete_workflow
 from devall_cli.errors import ConfigError, ConfigIssue, ExitCode
 from devall_cli.text import visible
 
@@ -32,7 +33,11 @@ if TYPE_CHECKING:
 def validate_command(
     workflows: Annotated[
         list[Path],
-        typer.Argument(metavar="WORKFLOW...", help="Workflow YAML file(s) to check."),
+        typer.Argument(
+            metavar="WORKFLOW...",
+            help="Workflow YAML file(s) to check.",
+            autocompletion=complete_workflow,
+        ),
     ],
     var: VarOption = None,
     env_file: EnvFileOption = None,

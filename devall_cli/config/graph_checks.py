@@ -82,8 +82,15 @@ def parse_graph(
     """The whole graph; every problem is recorded, None when the graph is unusable.
 
     Without `start_required` (an inline subgraph), a missing `start` means every node that no
-    edge leads to.
+    edge leads to. Unknown keys are warnings here, errors inside nodes (`parse_node`).
     """
+    with ck.strict_keys(False):
+        return _parse_graph(ck, raw, path, start_required=start_required)
+
+
+def _parse_graph(
+    ck: Checker, raw: Any, path: KeyPath, *, start_required: bool
+) -> GraphConfig | None:
     if raw is None:
         ck.error(path, "graph is required: a mapping with start, nodes and edges")
         return None

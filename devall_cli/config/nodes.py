@@ -26,7 +26,16 @@ _NODE_KEYS = KeySpec(
 
 
 def parse_node(ck: Checker, raw: Any, path: KeyPath) -> NodeConfig | None:
-    """One node: `id`, `type`, `config`, `description`, `context_window`, `log_output`."""
+    """One node: `id`, `type`, `config`, `description`, `context_window`, `log_output`.
+
+    An unknown key in a node or anywhere in its `config` is an error (a typo such as `tolling`
+    would silently drop the setting); a subgraph's own graph is checked as any graph.
+    """
+    with ck.strict_keys():
+        return _parse_node(ck, raw, path)
+
+
+def _parse_node(ck: Checker, raw: Any, path: KeyPath) -> NodeConfig | None:
     node = get_mapping(ck, raw, path, "a node")
     if node is None:
         return None

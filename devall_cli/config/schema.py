@@ -7,10 +7,11 @@ pass silently.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -50,6 +51,9 @@ class Checker:
         self._counts: dict[str, int] = {}
         # the file being read, the files including it and the vars it sees (subgraph files)
         self.scope: LoadScope | None = None
+        # What an unknown key is where the parser is: an error inside nodes and tooling entries
+        # (a typo there silently drops a setting), a warning elsewhere (see `strict_keys`).
+        self.unknown_key_severity = "warning"
 
     @property
     def file_dir(self) -> Path:
@@ -67,7 +71,18 @@ class Checker:
         child.secrets = self.secrets
         child._counts = self._counts
         child.scope = scope
+        child.unknown_key_severity = self.unknown_key_severity
         return child
+
+    @contextlib.contextmanager
+    def strict_keys(self, strict: bool = True) -> Iterator[None]:
+        """Unknown keys are errors (`strict`) or warnings while the block runs."""
+        previous = self.unknown_key_severity
+        self.unknown_key_severity = "error" if strict else "warning"
+        try:
+            yield
+        finally:
+            self.unknown_key_severity = previous
 
     def error(self, path: KeyPath, message: str, *, at_key: bool = False) -> None:
         """Record an error at `path`."""
@@ -144,13 +159,21 @@ def check_keys(ck: Checker, mapping: Mapping[str, Any], path: KeyPath, spec: Key
             if _is_set(value):  # `retry: null` asks for nothing, so nothing is ignored
                 ck.warning(here, spec.noted[key], at_key=True)
             continue
-        ck.warning(here, unknown_key_message(key, spec), at_key=True)
+        if ck.unknown_key_severity == "error":
+            ck.error(here, unknown_key_message(key, spec, ignored=False), at_key=True)
+        else:
+            ck.warning(here, unknown_key_message(key, spec), at_key=True)
 
 
-def unknown_key_message(key: str, spec: KeySpec) -> str:
-    """`unknown key 'edgs' (ignored); did you mean 'edges'?`."""
-    message = f"unknown key '{key}' (ignored)"
+def unknown_key_message(key: str, spec: KeySpec, *, ignored: bool = True) -> str:
+    """`unknown key 'edgs' (ignored); did you mean 'edges'?`; as an error, the known keys."""
     suggestion = suggest(key, sorted(spec.known))
+    if ignored:
+        message = f"unknown key '{key}' (ignored)"
+    else:
+        message = f"unknown key '{key}'"
+        if not suggestion:
+            message += f" (known keys: {', '.join(sorted(spec.known))})"
     return f"{message}; did you mean '{suggestion}'?" if suggestion else message
 
 

@@ -40,6 +40,9 @@ def _no_source(source_id: str, settings: Any, ctx: SourceContext) -> ToolSource:
     raise NotImplementedError("this tooling type has no runtime")
 
 
+_NO_KEYS = KeySpec(known=frozenset())
+
+
 @dataclass(frozen=True)
 class ToolingType:
     """One registered tooling type."""
@@ -47,10 +50,13 @@ class ToolingType:
     name: str
     parse: ToolingParser
     summary: str = ""
+    keys: KeySpec = _NO_KEYS  # the keys of its `config` (for `devall schema`)
     make_source: SourceFactory = _no_source
     base_name: Callable[[Any], str] = lambda settings: "tools"  # a readable source id
     cache_ttl: Callable[[Any], float] = lambda settings: math.inf  # seconds a listing is kept
     is_server: bool = True  # probed by `devall probe` (function tooling has no server)
+    # How to fix a source that did not start: (settings, error, where its config is) -> hint.
+    start_hint: Callable[[Any, Any, str], str] = lambda settings, error, where: ""
 
 
 _REGISTRY: dict[str, ToolingType] = {}
@@ -97,7 +103,12 @@ def parse_tooling(ck: Checker, raw: Any, path: KeyPath) -> tuple[ToolingConfig, 
 
 
 def parse_tooling_entry(ck: Checker, raw: Any, path: KeyPath) -> ToolingConfig | None:
-    """One `{type, prefix, config}` entry."""
+    """One `{type, prefix, config}` entry; an unknown key in it is an error."""
+    with ck.strict_keys():
+        return _parse_tooling_entry(ck, raw, path)
+
+
+def _parse_tooling_entry(ck: Checker, raw: Any, path: KeyPath) -> ToolingConfig | None:
     entry = get_mapping(ck, raw, path, "a tooling entry")
     if entry is None:
         return None

@@ -34,6 +34,7 @@ from devall_cli.config.schema import (
 from devall_cli.config.tooling_registry import ToolingType, register_tooling_type
 from devall_cli.config.yaml_source import KeyPath
 from devall_cli.redaction import flag_secrets
+from devall_cli.tools.start_hints import local_start_hint, remote_start_hint
 
 if TYPE_CHECKING:
     from devall_cli.tools.base import ToolSource
@@ -279,14 +280,14 @@ def make_function_source(
 
 
 def remote_name(settings: McpRemoteConfig) -> str:
-    """`host-port` of the URL."""
+    """`host:port` of the URL, as written in it."""
     parts = urlsplit(settings.server)
     host = parts.hostname or "remote"
     try:
         port = parts.port
     except ValueError:
         port = None
-    return f"{host}-{port}" if port else host
+    return f"{host}:{port}" if port else host
 
 
 def local_name(settings: McpLocalConfig) -> str:
@@ -300,9 +301,11 @@ register_tooling_type(
         "mcp_remote",
         parse_mcp_remote,
         "an MCP server reached over HTTP(S)",
+        keys=_REMOTE_KEYS,
         make_source=make_remote_source,
         base_name=remote_name,
         cache_ttl=lambda settings: settings.cache_ttl,
+        start_hint=remote_start_hint,
     )
 )
 register_tooling_type(
@@ -310,9 +313,11 @@ register_tooling_type(
         "mcp_local",
         parse_mcp_local,
         "a local MCP server program spoken to over stdio",
+        keys=_LOCAL_KEYS,
         make_source=make_local_source,
         base_name=local_name,
         cache_ttl=lambda settings: settings.cache_ttl,
+        start_hint=local_start_hint,
     )
 )
 register_tooling_type(
@@ -320,6 +325,7 @@ register_tooling_type(
         "function",
         parse_function,
         "Python functions from the functions directory",
+        keys=_FUNCTION_KEYS,
         make_source=make_function_source,
         base_name=lambda settings: "functions",
         is_server=False,

@@ -374,7 +374,7 @@ AGENT = NODE_TYPES.register(
     NodeType(
         "agent",
         "an LLM that may call tools",
-        KeySpec(known=COMMON_KEYS),
+        _keys(None),  # every key an agent accepts, whichever its provider
         parse_agent,
         run_agent,
         tooling=_tooling,

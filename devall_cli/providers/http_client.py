@@ -201,7 +201,9 @@ class ModelEndpoint:
         excerpt = response_excerpt(response.content, self._redactor)
         tries = f" after {attempts} attempts" if attempts > 1 else ""
         message = f"model endpoint {self.display_url} answered HTTP {status}{tries}"
-        return LLMHTTPError(f"{message}: {excerpt}" if excerpt else message, status_code=status)
+        error = LLMHTTPError(f"{message}: {excerpt}" if excerpt else message, status_code=status)
+        error.hint = model_error_hint(error, self.display_url)
+        return error
 
 
 # --- answers ------------------------------------------------------------------------------------
@@ -242,11 +244,30 @@ def count(data: Mapping[str, Any], key: str) -> int:
 # --- errors -------------------------------------------------------------------------------------
 
 
+def model_error_hint(error: DevallError, display_url: str) -> str:
+    """How to fix a failed model request, where its kind tells: the key, or the server."""
+    status = getattr(error, "status_code", 0)
+    if status in (401, 403):
+        return (
+            "the model endpoint refused the API key: set API_KEY (or the placeholder the "
+            "node's `api_key:` names) in the environment or a .env file"
+        )
+    if isinstance(error, LLMUnreachableError) and "invalid URL" not in error.message:
+        return f"start the model server at {display_url}, or correct the node's `base_url:`"
+    return ""
+
+
 def translate_httpx_error(exc: Exception, display_url: str, *, attempts: int = 1) -> DevallError:
     """The DevallError for an httpx exception raised while talking to `display_url`.
 
     Secrets in the message are masked where it is printed or written (the run's Redactor).
     """
+    error = _translate(exc, display_url, attempts)
+    error.hint = model_error_hint(error, display_url)
+    return error
+
+
+def _translate(exc: Exception, display_url: str, attempts: int) -> DevallError:
     where = f"model endpoint {display_url}"
     reason = str(exc) or type(exc).__name__
     tail = f" (after {attempts} attempts)" if attempts > 1 else ""

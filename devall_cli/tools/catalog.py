@@ -73,10 +73,10 @@ async def list_workflow_tools(manager: ToolManager, node: str | None = None) -> 
     return list(rows.values())
 
 
-async def call_workflow_tool(
-    manager: ToolManager, tool: str, arguments: Mapping[str, Any], node: str | None = None
-) -> CallOutcome:
-    """Call one tool as a node would; the node is found by tool name unless given."""
+async def find_workflow_tool(
+    manager: ToolManager, tool: str, node: str | None = None
+) -> tuple[str, ToolSpec]:
+    """(node path, spec) of the tool a node offers under this final name; starts its servers."""
     nodes = tool_nodes(manager.workflow, node)
     await manager.start(nodes)
     matches: list[tuple[str, ToolSpec]] = []
@@ -84,11 +84,21 @@ async def call_workflow_tool(
         matches += [(node_id, s) for s in await manager.specs_for(node_id) if s.name == tool]
     if not matches:
         names = sorted({s.name for n in nodes for s in await manager.specs_for(n)})
-        raise UsageError(f"no tool '{tool}' in the workflow (tools: {', '.join(names)})")
+        raise UsageError(
+            f"no tool '{tool}' in the workflow (tools: {', '.join(names)})",
+            hint="'devall tools list WORKFLOW' shows every tool with its node",
+        )
     if len({(s.source_id, s.original_name) for _, s in matches}) > 1:
         owners = ", ".join(n for n, _ in matches)
         raise UsageError(f"tool '{tool}' differs between nodes {owners}; choose one with --node")
-    node_id, spec = matches[0]
+    return matches[0]
+
+
+async def call_workflow_tool(
+    manager: ToolManager, tool: str, arguments: Mapping[str, Any], node: str | None = None
+) -> CallOutcome:
+    """Call one tool as a node would; the node is found by tool name unless given."""
+    node_id, spec = await find_workflow_tool(manager, tool, node)
     t0 = time.monotonic()
     result = await manager.call(node_id, tool, arguments)
     return CallOutcome(spec, node_id, result, (time.monotonic() - t0) * 1000)

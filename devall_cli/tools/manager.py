@@ -31,6 +31,7 @@ from devall_cli.tools.plan import (
     SourcePlan,
     build_source,
     plan_sources,
+    start_hint,
     tooling_type,
 )
 
@@ -165,6 +166,7 @@ class ToolManager:
             with self._masking():
                 info = await source.start()
         except DevallError as exc:
+            exc.hint = exc.hint or self._redact(start_hint(plan, exc))
             if self._events is not None:
                 status = str(getattr(exc, "status", type(exc).__name__))
                 self._events.server_exited(plan.id, status, exc.message)

@@ -69,7 +69,7 @@ class LocalSource(McpSessionSource):
             self._pattern = re.compile(config.wait_for_log) if config.wait_for_log else None
         except re.error as exc:
             raise ConfigError(
-                f"server {id}: wait_for_log is not a valid regular expression: {exc}"
+                f"server '{id}': wait_for_log is not a valid regular expression: {exc}"
             ) from exc
         self.restarts = 0
         self._process: StdioProcess | None = None
@@ -144,7 +144,7 @@ class LocalSource(McpSessionSource):
     async def _open_session(self) -> None:
         """Spawn, wait for readiness and handshake, all within `startup_timeout`."""
         if self._closed:
-            raise ServerDiedError(f"server {self.id} is already closed")
+            raise ServerDiedError(f"server '{self.id}' is already closed")
         note = await self._retire_previous_process()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.config.startup_timeout
@@ -177,7 +177,7 @@ class LocalSource(McpSessionSource):
             return None  # the previous start failed: this is a new start, not a restart
         if self.restarts >= self.config.max_restarts:
             raise ServerDiedError(
-                f"server {self.id} exited with {previous.exit_status_text()} and was restarted "
+                f"server '{self.id}' exited with {previous.exit_status_text()} and was restarted "
                 f"{self.restarts} time(s) already (max_restarts: {self.config.max_restarts})",
                 details=[f"  | {line}" for line in previous.log_tail[-10:]],
             )
@@ -186,7 +186,7 @@ class LocalSource(McpSessionSource):
         if self.on_restart is not None:
             self.on_restart(self.id, self.restarts)
         return (
-            f"[devall] server {self.id} exited with {previous.exit_status_text()}; "
+            f"[devall] server '{self.id}' exited with {previous.exit_status_text()}; "
             f"restarting it ({self.restarts}/{self.config.max_restarts})"
         )
 
@@ -202,7 +202,7 @@ class LocalSource(McpSessionSource):
                 raise process.exited_error("during the MCP handshake") from exc
             if isinstance(exc, TimeoutError) or getattr(exc, "status", "") == "handshake_timeout":
                 raise ServerStartError(
-                    f"server {self.id} did not complete the MCP handshake within "
+                    f"server '{self.id}' did not complete the MCP handshake within "
                     f"{self.config.startup_timeout:g} s",
                     status="handshake_timeout",
                     server_id=self.id,
@@ -252,9 +252,9 @@ def _exited_result(
     """The error result of a call during which the server died."""
     tail = " | ".join(process.log_tail[-TAIL_IN_RESULT:]) or "(none)"
     if process.returncode is None:
-        what = f"server {source_id} closed its output"
+        what = f"server '{source_id}' closed its output"
     else:
-        what = f"server {source_id} exited with {process.exit_status_text()}"
+        what = f"server '{source_id}' exited with {process.exit_status_text()}"
     text = f"{what} during the call; last log lines: {tail}"
     block = TextBlock(text=text, tool_name=tool_name, source="mcp_tool")
     return ToolResult(

@@ -53,7 +53,7 @@ class WorkflowPlan:
 def _base_name(tooling: ToolingConfig) -> str:
     """A short readable id for a source: prefix, script name, or host and port."""
     name = tooling.prefix or tooling_type(tooling).base_name(tooling.config)
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-.") or "server"
+    return re.sub(r"[^A-Za-z0-9_.:-]+", "-", name).strip("-.:") or "server"
 
 
 def plan_sources(workflow: Workflow) -> WorkflowPlan:
@@ -97,6 +97,12 @@ class SourceContext:
     on_restart: Callable[[str, int], None] | None = None
     redact: Callable[[str], str] | None = None  # masks secrets in server log lines
     import_functions: bool = True  # False: function modules are read, not run, until a call
+
+
+def start_hint(plan: SourcePlan, error: Any) -> str:
+    """How to fix the error that stopped a source from starting, if its type can tell."""
+    where = f"{plan.tooling.path}.config" if plan.tooling.path else "its tooling config"
+    return tooling_type(plan.tooling).start_hint(plan.tooling.config, error, where)
 
 
 def build_source(plan: SourcePlan, ctx: SourceContext) -> ToolSource:

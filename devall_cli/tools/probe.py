@@ -16,6 +16,7 @@ from devall_cli.tools.plan import (
     SourcePlan,
     build_source,
     plan_sources,
+    start_hint,
     tooling_type,
 )
 
@@ -37,6 +38,7 @@ class ProbeReport:
     connect_ms: float | None = None
     list_ms: float | None = None
     log_tail: tuple[str, ...] = field(default=())
+    hint: str | None = None  # how to fix a failure, where devall can tell
 
 
 def workflow_targets(workflow: Workflow) -> list[SourcePlan]:
@@ -90,6 +92,7 @@ async def _probe_one(plan: SourcePlan, deadline: float, ctx: SourceContext) -> P
             error=exc.message,
             connect_ms=connect_ms,
             log_tail=tuple(getattr(exc, "log_tail", ()) or _tail(source)),
+            hint=start_hint(plan, exc) or None,
         )
     finally:
         with contextlib.suppress(Exception):

@@ -96,13 +96,13 @@ def resolve_command(command: str, cwd: str | None, *, server_id: str = "") -> st
         candidate = shutil.which(command) or ""
     if not candidate or not os.path.isfile(candidate):
         raise ServerStartError(
-            f"server {server_id}: command not found: {command}",
+            f"server '{server_id}': command not found: {command}",
             status="spawn_failed",
             server_id=server_id,
         )
     if not os.access(candidate, os.X_OK):
         raise ServerStartError(
-            f"server {server_id}: command is not executable: {command}",
+            f"server '{server_id}': command is not executable: {command}",
             status="spawn_failed",
             server_id=server_id,
         )
@@ -202,7 +202,7 @@ class StdioProcess:
         executable = resolve_command(self.command, self.cwd, server_id=self.id)
         if self.cwd is not None and not os.path.isdir(self.cwd):
             raise ServerStartError(
-                f"server {self.id}: working directory not found: {self.cwd}",
+                f"server '{self.id}': working directory not found: {self.cwd}",
                 status="spawn_failed",
                 server_id=self.id,
             )
@@ -223,7 +223,7 @@ class StdioProcess:
             self._close_log_file()
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             raise ServerStartError(
-                f"server {self.id}: cannot start {self.command}: {reason}",
+                f"server '{self.id}': cannot start {self.command}: {reason}",
                 status="spawn_failed",
                 server_id=self.id,
             ) from exc
@@ -261,7 +261,7 @@ class StdioProcess:
             return
         self.raise_if_exited("before it was ready")
         raise ServerStartError(
-            f"server {self.id} was not ready within {startup_timeout or timeout:g} s: "
+            f"server '{self.id}' was not ready within {startup_timeout or timeout:g} s: "
             f"no log line matched {self.pattern.pattern!r}",
             status="startup_timeout",
             server_id=self.id,
@@ -276,7 +276,7 @@ class StdioProcess:
     def exited_error(self, when: str) -> ServerStartError:
         """ServerStartError(exited): `server X exited with status N <when>`, with the log tail."""
         return ServerStartError(
-            f"server {self.id} exited with {self.exit_status_text()} {when}",
+            f"server '{self.id}' exited with {self.exit_status_text()} {when}",
             status="exited",
             server_id=self.id,
             log_tail=self.log_tail,
@@ -304,7 +304,7 @@ class StdioProcess:
         """Write one message line to the child's stdin (OSError when it is gone)."""
         stdin = self._proc.stdin if self._proc else None
         if stdin is None or stdin.is_closing() or self.closing:
-            raise BrokenPipeError(f"server {self.id}: stdin is closed")
+            raise BrokenPipeError(f"server '{self.id}': stdin is closed")
         stdin.write(line.encode("utf-8") + b"\n")
         await stdin.drain()
 

@@ -122,7 +122,9 @@ class ConsoleSink:
         self.recorder = recorder if recorder is not None else RunRecorder()
         self.waits = WaitState()
         self._calls: dict[str, ToolCallEvent] = {}
-        self._use_live = (console.is_terminal and verbosity != "quiet") if live is None else live
+        # No spinner and no live line without colour (--no-color, NO_COLOR) or a terminal.
+        animated = console.is_terminal and not console.no_color and verbosity != "quiet"
+        self._use_live = animated if live is None else live
         self._live: Live | None = None
         self._spinner = Spinner("dots", style="cyan")
 
@@ -211,7 +213,7 @@ class ConsoleSink:
         details = [event.server_name or "", f"protocol {event.protocol_version}"]
         details += [f"{event.tools} tools", format_ms(event.connect_ms)]
         shown = " · ".join(d for d in details if d and not d.endswith("None"))
-        self._print(f"✓ server {event.server_id} ready · {shown}", "green")
+        self._print(f"✓ server '{event.server_id}' ready · {shown}", "green")
 
     def _on_server_log(self, event: ServerLogEvent) -> None:
         if self.verbose:
@@ -219,10 +221,12 @@ class ConsoleSink:
 
     def _on_server_exited(self, event: ServerExitedEvent) -> None:
         message = f": {event.message}" if event.message else ""
-        self._print(f"✗ server {event.server_id} exited ({event.status}){message}", "red")
+        # `exited` for a process that ended; otherwise what went wrong (`unreachable`, ...).
+        what = event.status.replace("_", " ") if event.status else "exited"
+        self._print(f"✗ server '{event.server_id}' {what}{message}", "red")
 
     def _on_server_restarted(self, event: ServerRestartedEvent) -> None:
-        self._print(f"↻ server {event.server_id} restarted (attempt {event.attempt})", "yellow")
+        self._print(f"↻ server '{event.server_id}' restarted (attempt {event.attempt})", "yellow")
 
     # --- nodes and model ---------------------------------------------------------------------
 
@@ -381,7 +385,8 @@ class ConsoleSink:
         shown = self._body(render_blocks(event.blocks)) or "(empty result)"
         body.append_text(self._t(shown, body=True))
         panel = Panel(body, title=self._t(title), title_align="left", border_style=style)
-        self.console.print(panel)
+        # Wrapped inside the panel (long words folded), never cut at the console's width.
+        self.console.print(panel, soft_wrap=False)
 
     _on_tool_error = _on_tool_result
 

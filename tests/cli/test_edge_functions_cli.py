@@ -319,7 +319,7 @@ def test_validate_reports_every_function_problem_in_one_pass(tmp_path: Path) -> 
         ("error", f"{tooling}.tools[1].name", 12),
         ("error", f"{tooling}.tools[2].name", 12),
         ("error", f"{tooling}.tools[3].name", 12),
-        ("warning", f"{tooling}.timeot", 13),
+        ("error", f"{tooling}.timeot", 13),
         ("error", "graph.edges[0].condition", 17),
         ("warning", "graph.edges[0].keep_mesage", 17),
         ("error", "graph.edges[1].process.config.name", 20),

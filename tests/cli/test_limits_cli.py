@@ -155,6 +155,7 @@ def test_a_task_over_the_limit_is_a_usage_error(tmp_path: Path, source: str) -> 
     assert result.stderr == (
         f"devall: error: --task-file {path} is too large: {size}; "
         "a task may hold at most 10 MB (10485760 bytes)\n"
+        "  hint: try 'devall run --help'\n"
     )
     assert not Path("logs").exists()  # refused before anything started
 

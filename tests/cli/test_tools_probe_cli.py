@@ -158,6 +158,7 @@ def test_probe_mixed_servers_concurrently(tmp_path: Path, remote: ServerProcess)
         "connect_ms",
         "list_ms",
         "log_tail",
+        "hint",
     }
     for row in doc["servers"]:
         assert set(row) == keys
@@ -165,6 +166,9 @@ def test_probe_mixed_servers_concurrently(tmp_path: Path, remote: ServerProcess)
     assert web["tools"] > 5 and web["protocol_version"] and web["server_name"]
     never = next(s for s in doc["servers"] if s["id"] == "never")
     assert never["log_tail"], "the never-ready server's log lines are reported"
+    dead = next(s for s in doc["servers"] if s["id"] == "dead")
+    assert dead["hint"].startswith("start the MCP server that should answer at")
+    assert web["hint"] is None
     # concurrent: bounded by the slowest server (3 s startup timeout), not the sum
     assert elapsed < 5.5
     suite = ElementTree.parse(junit).getroot()

@@ -180,7 +180,7 @@ async def test_death_mid_call_is_an_error_result_and_the_next_call_restarts(
     assert time.monotonic() - started < 3.0  # not the 30 s call timeout
     assert result.is_error and result.error_class == "server_exited"
     text = text_of(result)
-    assert text.startswith("server dier exited with status 7 during the call; last log lines:")
+    assert text.startswith("server 'dier' exited with status 7 during the call; last log lines:")
     assert "die server: going down with status 7" in text
     assert first_pid is not None and pid_gone(first_pid)
 

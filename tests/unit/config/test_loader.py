@@ -319,7 +319,7 @@ def test_mcp_local_missing_cwd_is_a_warning(tmp_path: Path) -> None:
         ("{command: x, tool_sources: [1]}", "config.tool_sources[0]"),
         ("{command: 7}", "config.command"),
         ("{command: ''}", "config.command"),
-        ("{command: x, timeout: 3}", None),  # unknown key: only a warning
+        ("{command: x, timeout: 3}", "config.timeout"),  # unknown key in tooling: an error
     ],
 )
 def test_mcp_local_type_errors(tmp_path: Path, config: str, path: str | None) -> None:
@@ -549,29 +549,74 @@ def test_vars_inside_graph_is_an_error(tmp_path: Path) -> None:
 # --- warnings -----------------------------------------------------------------------------
 
 
-def test_unknown_keys_are_warnings_with_suggestions(tmp_path: Path) -> None:
+def test_unknown_keys_are_warnings_outside_nodes_with_suggestions(tmp_path: Path) -> None:
     flow = load(
         tmp_path,
         """\
         verison: 1
         graph:
           start: a
-          nodes:
-            - id: a
-              type: agent
-              config:
-                provider: openai
-                name: m
-                toolng: []
-                completely_unrelated: 1
+          nodes: [{id: a, type: passthrough}]
+          edgs: []
+          memory: [{name: m, type: blackboard, config: {max_itmes: 3}}]
         """,
     )
     messages = {w.path: w.message for w in flow.warnings}
     assert messages["verison"] == "unknown key 'verison' (ignored); did you mean 'version'?"
-    assert messages["graph.nodes[0].config.toolng"].endswith("did you mean 'tooling'?")
-    assert "did you mean" not in messages["graph.nodes[0].config.completely_unrelated"]
+    assert messages["graph.edgs"].endswith("did you mean 'edges'?")
+    assert messages["graph.memory[0].config.max_itmes"].endswith("did you mean 'max_items'?")
     assert all(w.severity == "warning" for w in flow.warnings)
     assert flow.warnings[0].line == 1
+
+
+def test_unknown_keys_in_nodes_and_tooling_are_errors_with_suggestions(tmp_path: Path) -> None:
+    issues = errors_of(
+        tmp_path,
+        """\
+        graph:
+          start: a
+          nodes:
+            - id: a
+              type: agent
+              descripton: x
+              config:
+                provider: openai
+                name: m
+                tolling:
+                  - type: mcp_remote
+                    config: {server: "http://127.0.0.1:1/mcp"}
+                completely_unrelated: 1
+        """,
+    )
+    errors = {i.path: i.message for i in issues if i.severity == "error"}
+    base = "graph.nodes[0]"
+    assert errors == {
+        f"{base}.descripton": "unknown key 'descripton'; did you mean 'description'?",
+        f"{base}.config.tolling": "unknown key 'tolling'; did you mean 'tooling'?",
+        f"{base}.config.completely_unrelated": (
+            "unknown key 'completely_unrelated' (known keys: api_key, base_url, input_mode, "
+            "memories, name, params, provider, role, skills, thinking, tooling)"
+        ),
+    }
+
+
+def test_unknown_keys_in_a_tooling_entry_are_errors(tmp_path: Path) -> None:
+    issues = errors_of(
+        tmp_path,
+        agent_flow(
+            "tooling:\n"
+            "  - type: mcp_remote\n"
+            "    prefx: p\n"
+            '    config: {server: "http://127.0.0.1:1/mcp", timout: 3}'
+        ),
+    )
+    errors = {i.path: i.message for i in issues if i.severity == "error"}
+    assert errors == {
+        "graph.nodes[0].config.tooling[0].prefx": "unknown key 'prefx'; did you mean 'prefix'?",
+        "graph.nodes[0].config.tooling[0].config.timout": (
+            "unknown key 'timout'; did you mean 'timeout'?"
+        ),
+    }
 
 
 def test_retry_is_noted(tmp_path: Path) -> None:
@@ -716,7 +761,7 @@ def test_mask_issue_moves_the_caret_with_the_mask() -> None:
 
 
 def test_load_workflow_raises_with_every_issue(tmp_path: Path) -> None:
-    text = agent_flow("params: {timeout: x, retries: -1}\nunknown_key: 1")
+    text = agent_flow("params: {timeout: x, retries: -1}\nretry: {max_attempts: 3}")
     with pytest.raises(ConfigError) as caught:
         load(tmp_path, text)
     assert caught.value.message == "2 problems in workflow"

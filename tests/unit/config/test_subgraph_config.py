@@ -297,12 +297,13 @@ def test_problems_of_a_subgraph_file_are_located_in_it(tmp_path: Path) -> None:
     )
     workflow, issues = validate_workflow(flow, environ={})
     assert workflow is None
-    # Included twice, reported once; the warning and the error point into sub.yaml.
+    # Included twice, reported once; both errors point into sub.yaml.
     assert [(i.file, i.line, i.col, i.severity) for i in issues] == [
         (str(sub), 6, 25, "error"),
-        (str(sub), 6, 39, "warning"),
+        (str(sub), 6, 39, "error"),
     ]
-    error = next(i for i in issues if i.severity == "error")
+    error = issues[0]
+    assert issues[1].message == "unknown key 'colour' (known keys: content, role)"
     assert error.path == "graph.nodes[0].config.content"
     assert "unresolved placeholder ${NOWHERE}" in error.message
     assert error.source_line == '      config: {content: "${NOWHERE}", colour: red}'

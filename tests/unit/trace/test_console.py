@@ -22,10 +22,12 @@ from devall_cli.trace.status import WaitState
 from tests.unit.trace.scenario import LONG_LINES, SECRET, run_secret_flow
 
 
-def make_console(*, terminal: bool = False) -> tuple[Console, io.StringIO]:
+def make_console(
+    *, terminal: bool = False, no_color: bool = True
+) -> tuple[Console, io.StringIO]:
     buffer = io.StringIO()
     console = Console(
-        file=buffer, width=100, force_terminal=terminal, no_color=True, highlight=False
+        file=buffer, width=100, force_terminal=terminal, no_color=no_color, highlight=False
     )
     return console, buffer
 
@@ -44,7 +46,7 @@ async def test_normal_trace_shows_nodes_models_tools_and_a_summary() -> None:
     assert SECRET not in out and "tok-abc" in out  # only declared secrets are masked
     assert "devall run run-1 · workflow flow" in out
     assert "starting db (mcp_remote: http://127.0.0.1:9/mcp?token=***)" in out
-    assert "server db ready · db-server · protocol 2025-11-25 · 3 tools · 12 ms" in out
+    assert "server 'db' ready · db-server · protocol 2025-11-25 · 3 tools · 12 ms" in out
     assert "node intro" in out and "node worker" in out  # rule headers
     assert "model · worker · round 1" in out  # every line names its node
     assert '⇢ lookup {"text": "***", "token": "tok-abc"}' in out
@@ -82,7 +84,7 @@ def test_summary_counts_and_failures_in_red_lines() -> None:
     sink(ServerLogEvent(run_id="r", server_id="fs", line="only in verbose"))
     sink(RunFinishedEvent(run_id="r", status="failed", error="server 'fs' exited", exit_code=4))
     out = buffer.getvalue()
-    assert "✗ server fs exited (exited): crash ***" in out
+    assert "✗ server 'fs' exited: crash ***" in out
     assert "only in verbose" not in out
     assert "✗ run failed after 0 ms (exit 4): server 'fs' exited" in out
 
@@ -92,7 +94,11 @@ def test_live_status_only_on_a_terminal() -> None:
     sink = ConsoleSink(console, Redactor())
     sink(RunStartedEvent(run_id="r", workflow="flow", task="t"))
     assert sink._live is None  # not a terminal: no animation
-    console, buffer = make_console(terminal=True)
+    console, _ = make_console(terminal=True, no_color=True)
+    sink = ConsoleSink(console, Redactor())
+    sink(RunStartedEvent(run_id="r", workflow="flow", task="t"))
+    assert sink._live is None  # a terminal without colour (--no-color, NO_COLOR): none either
+    console, buffer = make_console(terminal=True, no_color=False)
     sink = ConsoleSink(console, Redactor())
     sink(RunStartedEvent(run_id="r", workflow="flow", task="t"))
     assert sink._live is not None

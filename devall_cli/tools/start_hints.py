@@ -1,0 +1,77 @@
+"""How to fix a server that did not start, where devall can tell from what it saw.
+
+Each function words the hint for one tooling type (the descriptor names it); `where` is the
+path of the tooling entry's `config` in the workflow (`graph.nodes[0].config.tooling[0].config`).
+This module is light: it imports neither fastmcp nor httpx.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import PurePath
+
+from devall_cli.config.model import McpLocalConfig, McpRemoteConfig
+from devall_cli.errors import DevallError
+
+_MISSING_MODULE = re.compile(r"No module named '([^']+)'")
+_MISSING_FILE = re.compile(r"can't open file|No such file or directory|ENOENT|Cannot find module")
+_VENV = "activate the virtualenv that has the server's packages (`. .venv/bin/activate`)"
+
+
+def local_start_hint(settings: McpLocalConfig, error: DevallError, where: str) -> str:
+    """A hint for a local server that could not be started, or ''."""
+    status = str(getattr(error, "status", ""))
+    tail = "\n".join(getattr(error, "log_tail", ()))
+    missing = _MISSING_MODULE.search(tail)
+    if missing:
+        return (
+            f"the server's Python has no module '{missing.group(1)}': {_VENV} before running "
+            f"devall, or set `command:` in {where} to that virtualenv's python"
+        )
+    if status == "spawn_failed" and "command not found" in error.message:
+        if _is_python(settings.command):
+            return (
+                f"{_VENV} so that `{settings.command}` is found, or give the interpreter's "
+                f"full path in `command:` in {where}"
+            )
+        return f"install `{settings.command}` or give its full path in `command:` in {where}"
+    if "working directory not found" in error.message:
+        return f"correct `cwd:` in {where} (a relative cwd is read from the workflow's folder)"
+    if status == "exited" and settings.cwd is None and _MISSING_FILE.search(tail):
+        return (
+            f"the server ran in {os.getcwd()}, where its files are not: set `cwd:` in {where} "
+            "to the folder its paths are relative to (relative to the workflow's folder)"
+        )
+    if status == "startup_timeout" and settings.wait_for_log:
+        return (
+            f"no log line matched `wait_for_log: {settings.wait_for_log}` within "
+            f"{settings.startup_timeout:g} s: check the pattern against the server's log "
+            f"lines, or raise `startup_timeout:` in {where}"
+        )
+    return ""
+
+
+def remote_start_hint(settings: McpRemoteConfig, error: DevallError, where: str) -> str:
+    """A hint for a remote server that could not be reached, or ''."""
+    status = str(getattr(error, "status", ""))
+    if status == "unreachable":
+        return (
+            f"start the MCP server that should answer at {settings.server}, "
+            f"or correct `server:` in {where}"
+        )
+    if status in ("http_401", "http_403"):
+        return (
+            "the server refused the request: "
+            f"give the credentials it expects in `headers:` in {where}"
+        )
+    if status == "handshake_timeout":
+        return (
+            f"check that {settings.server} is an MCP endpoint (streamable HTTP; SSE when the "
+            f"path ends in /sse), or raise `timeout:` in {where}"
+        )
+    return ""
+
+
+def _is_python(command: str) -> bool:
+    return re.fullmatch(r"python[0-9.]*", PurePath(command).name) is not None
