@@ -104,8 +104,7 @@ def _runs_anywhere(options: ExecutorOptions) -> None:
 
 def _needs_ray(options: ExecutorOptions) -> None:
     raise UsageError(
-        "--executor ray needs the ray extra, which is not installed: "
-        "pip install 'devall-cli[ray]'"
+        "--executor ray needs the ray extra, which is not installed: pip install 'devall-cli[ray]'"
     )
 
 

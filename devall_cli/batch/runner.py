@@ -55,9 +55,7 @@ def plan_resume(
     if not resume:
         return ResumePlan(list(tasks), [])
     done = {task_id for task_id, outcome in previous.items() if outcome.status == "ok"}
-    return ResumePlan(
-        [t for t in tasks if t.id not in done], [t for t in tasks if t.id in done]
-    )
+    return ResumePlan([t for t in tasks if t.id not in done], [t for t in tasks if t.id in done])
 
 
 def open_results(batch_dir: Path, resume: bool) -> tuple[PreviousResults, ResultsLog]:

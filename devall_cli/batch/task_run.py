@@ -26,6 +26,7 @@ from devall_cli.engine.graph import DEFAULT_MAX_STEPS
 from devall_cli.engine.recorder import RunResult
 from devall_cli.engine.runner import ProviderMaker, run_workflow
 from devall_cli.errors import ConfigError, DevallError, ExitCode, RunFailedError
+from devall_cli.nodes.human_input import HUMAN_INPUT, Answers, ScriptedReplies
 from devall_cli.session import RunSession
 
 RUNS_DIR = "runs"
@@ -43,6 +44,7 @@ class TaskEnv:
     interrupt_code: Callable[[], int] = lambda: int(ExitCode.INTERRUPTED)
     provider_factory: ProviderMaker | None = None
     environ: Mapping[str, str] | None = None
+    answers: Answers | None = None  # replies of human nodes; each task uses them from the start
 
 
 def task_run_dir(batch_dir: Path, task: BatchTask) -> Path:
@@ -109,6 +111,7 @@ async def _run(
             environ=env.environ,
             interrupt_code=env.interrupt_code,
             max_steps=env.max_steps,
+            extras=_extras(env),
         )
     finally:
         TASK_STORE.reset(token)
@@ -117,6 +120,11 @@ async def _run(
     if failures:
         raise RunFailedError(failures[0])
     return _ended(task, session, "ok", 0, started, relative)
+
+
+def _extras(env: TaskEnv) -> dict[str, Any] | None:
+    """Human nodes read the answers file (each task from its first reply), else fail at once."""
+    return {HUMAN_INPUT: ScriptedReplies(env.answers)} if env.answers is not None else None
 
 
 def _ended(

@@ -1,6 +1,8 @@
 """The TASKS file of `devall batch`: JSONL, CSV with a header, or plain text, one task a record.
 
 Every bad record is reported with its line number (a ConfigError, exit 3) before anything runs.
+A CSV file may be one of ChatDev's batch files: its `id`, `task`, `vars` (a JSON object) and
+`attachments` columns are known whatever their case; any other column is a variable.
 A task without an `id` is named by its line number; ids are unique in a file, and each gives a
 run directory name that is safe and stays the same from one batch to the next (for resume).
 """
@@ -32,6 +34,8 @@ _BY_SUFFIX: dict[str, TaskFormat] = {
     ".csv": "csv",
     ".txt": "text",
 }
+# Columns that are not vars: ChatDev's batch files have `id`, `task`, `attachments`, `vars`.
+RESERVED_COLUMNS = frozenset({"id", "task", "vars", "attachments"})
 _SAFE_DIR = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -76,6 +80,7 @@ class _Issues:
     def raise_if_any(self) -> None:
         if not self.items:
             return
+        self.items.sort(key=lambda issue: issue.line)  # stable: a line's issues keep their order
         shown = self.items[:MAX_ISSUES]
         if len(self.items) > MAX_ISSUES:
             more = len(self.items) - MAX_ISSUES
@@ -115,6 +120,9 @@ def parse_tasks(text: str, fmt: TaskFormat, name: str) -> list[BatchTask]:
             issues.add(line, f"duplicate id {task_id!r} (first on line {first_line[task_id]})")
             continue
         first_line[task_id] = line
+        if not task.strip():
+            issues.add(line, "the task is empty")
+            continue
         if len(task.encode("utf-8", "surrogatepass")) > limits.TASK_BYTES:
             issues.add(line, f"the task is larger than {limits.TASK_BYTES // limits.MB} MB")
             continue
@@ -143,9 +151,7 @@ def _decode(raw: bytes, name: str) -> str:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
-        issue = ConfigIssue(
-            f"not valid UTF-8 (byte 0x{raw[exc.start]:02x})", file=name, line=line
-        )
+        issue = ConfigIssue(f"not valid UTF-8 (byte 0x{raw[exc.start]:02x})", file=name, line=line)
         raise ConfigError(issue.headline(), issues=[issue]) from None
     return text.removeprefix("\ufeff")
 
@@ -191,6 +197,7 @@ def _json_record(number: int, value: dict[str, Any], issues: _Issues) -> Record 
         issues.add(number, f"'task' must be a text, got {_kind(task)}")
     task_id = _json_id(number, value, issues)
     variables = _json_vars(number, value.get("vars"), issues)
+    _no_attachments(number, value.get("attachments"), issues)
     if len(issues.items) > bad or not isinstance(task, str):
         return None
     return number, task_id, task, variables
@@ -237,7 +244,7 @@ def _csv(text: str, issues: _Issues) -> Iterator[Record]:
     except csv.Error as exc:
         issues.add(reader.line_num, f"not CSV: {exc}")
         return
-    columns = [name.strip() for name in header]
+    columns = [_column(name) for name in header]
     if not _check_header(columns, issues):
         return
     start = reader.line_num + 1
@@ -255,10 +262,47 @@ def _csv(text: str, issues: _Issues) -> Iterator[Record]:
         if len(row) != len(columns):
             issues.add(line, f"{len(row)} fields, but the header has {len(columns)}")
             continue
-        cells = dict(zip(columns, row, strict=True))
-        task_id = cells.pop("id", "").strip() or None
-        task = cells.pop("task")
-        yield line, task_id, task, {k: v for k, v in cells.items() if v != ""}
+        record = _csv_record(line, dict(zip(columns, row, strict=True)), issues)
+        if record is not None:
+            yield record
+
+
+def _column(name: str) -> str:
+    """A header name; ChatDev's own columns are known whatever their case (`Task`, `ID`)."""
+    name = name.strip()
+    return name.lower() if name.lower() in RESERVED_COLUMNS else name
+
+
+def _csv_record(line: int, cells: dict[str, str], issues: _Issues) -> Record | None:
+    bad = len(issues.items)
+    task_id = cells.pop("id", "").strip() or None
+    task = cells.pop("task").strip()
+    raw_vars = cells.pop("vars", "").strip()
+    _no_attachments(line, _maybe_json(cells.pop("attachments", "").strip()), issues)
+    variables = {name: value for name, value in cells.items() if value != ""}
+    if raw_vars:
+        try:
+            parsed = json.loads(raw_vars)
+        except json.JSONDecodeError as exc:
+            issues.add(line, f"the vars cell is not a JSON object: {exc.msg}")
+        else:
+            variables.update(_json_vars(line, parsed, issues))
+    if len(issues.items) > bad:
+        return None
+    return line, task_id, task, variables
+
+
+def _maybe_json(text: str) -> Any:
+    try:
+        return json.loads(text) if text else text
+    except json.JSONDecodeError:
+        return text
+
+
+def _no_attachments(line: int, value: Any, issues: _Issues) -> None:
+    """ChatDev's batch files may attach files to a task; devall takes text tasks only."""
+    if value not in (None, "", []):
+        issues.add(line, "attachments are not supported: devall batch takes text tasks only")
 
 
 def _check_header(columns: list[str], issues: _Issues) -> bool:

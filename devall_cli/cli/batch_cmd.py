@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from devall_cli.batch.tasks import BatchTask
     from devall_cli.batch.workflows import WorkflowSet
     from devall_cli.config.model import Workflow
+    from devall_cli.nodes.human_input import Answers
 
 
 @app.command("batch")
@@ -46,9 +47,7 @@ def batch_command(
     ],
     out: Annotated[
         Path | None,
-        typer.Option(
-            "--out", metavar="DIR", help="Batch directory (default: logs/batch-<id>)."
-        ),
+        typer.Option("--out", metavar="DIR", help="Batch directory (default: logs/batch-<id>)."),
     ] = None,
     concurrency: Annotated[
         int, typer.Option("--concurrency", "-c", min=1, metavar="N", help="Tasks at once.")
@@ -88,6 +87,16 @@ def batch_command(
         int,
         typer.Option("--max-steps", min=1, metavar="N", help="Most node visits in one task."),
     ] = 1000,
+    answers: Annotated[
+        Path | None,
+        typer.Option(
+            "--answers",
+            metavar="FILE",
+            exists=True,
+            dir_okay=False,
+            help="Replies for human nodes, the same for every task (as for devall run).",
+        ),
+    ] = None,
     json_output: JsonOption = False,
 ) -> None:
     """Run WORKFLOW once per task in TASKS, N tasks at a time.
@@ -110,6 +119,7 @@ def batch_command(
     cli_vars = parse_vars(var)
     task_list = read_tasks(tasks, task_format)
     first = _load_first(workflow, cli_vars, env_file, task_list[0])
+    replies = _human_replies(answers, first)
     workflows = WorkflowSet(workflow, cli_vars=cli_vars, env_file=env_file)
     workflows.add(task_list[0].vars, first)
     batch_dir = out if out is not None else Path("logs") / f"batch-{new_run_id(first)}"
@@ -122,6 +132,7 @@ def batch_command(
         resume=resume,
         max_failures=max_failures,
         max_steps=max_steps,
+        answers=replies,
         about={
             "workflow": str(workflow),
             "tasks_file": tasks,
@@ -148,7 +159,25 @@ class _Setup:
     resume: bool
     max_failures: int | None
     max_steps: int
+    answers: Answers | None
     about: dict[str, Any]
+
+
+def _human_replies(answers: Path | None, workflow: Workflow) -> Answers | None:
+    """The answers file, checked; without one, a workflow with human nodes is refused."""
+    from devall_cli.cli.run_cmd import load_replies
+    from devall_cli.nodes.base import walk_nodes
+
+    if answers is not None:
+        return load_replies(answers, workflow)
+    human = [path for path, node in walk_nodes(workflow.graph) if node.type == "human"]
+    if human:
+        names = ", ".join(f"'{name}'" for name in human)
+        raise UsageError(
+            f"nobody can answer the human node(s) {names} in a batch; "
+            "give their replies with --answers FILE"
+        )
+    return None
 
 
 def _load_first(
@@ -188,6 +217,7 @@ def _run_batch(setup: _Setup, json_output: bool) -> dict[str, Any]:
             pool=SharedSources(setup.batch_dir),
             max_steps=setup.max_steps,
             interrupt_code=signals.exit_code,
+            answers=setup.answers,
         )
         executor = make_executor(setup.executor, env, setup.options)
         progress = BatchProgress(console, live=console.is_terminal and not color_disabled())
@@ -245,6 +275,4 @@ def _raise_for(summary: dict[str, Any], batch_dir: Path) -> None:
         parts.append(f"{counts['not_run'] + counts['interrupted']} did not finish")
     if summary["stopped_early"]:
         parts.append(f"stopped after {summary['max_failures']} failures (--max-failures)")
-    raise RunFailedError(
-        "; ".join(parts) + f"; see {batch_dir / 'results.jsonl'}", details=[]
-    )
+    raise RunFailedError("; ".join(parts) + f"; see {batch_dir / 'results.jsonl'}", details=[])
