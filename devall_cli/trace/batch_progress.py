@@ -48,6 +48,7 @@ class BatchProgress:
         self._last_line = 0.0
         self._progress: Progress | None = None
         self._bar: TaskID | None = None
+        self._last_text = ""
 
     # --- BatchListener -----------------------------------------------------------------------
 
@@ -97,7 +98,7 @@ class BatchProgress:
         if self._progress is not None:
             self._progress.stop()
             self._progress = None
-        if self.total:
+        if self.total and self.line() != self._last_text:
             self._print(self.line())
 
     # --- rendering ---------------------------------------------------------------------------
@@ -124,4 +125,5 @@ class BatchProgress:
             self._progress.update(self._bar, advance=advance, state=self._state())
 
     def _print(self, text: str, style: str | None = None) -> None:
+        self._last_text = text
         self.console.print(Text(visible(text), style=style or ""))
