@@ -2,12 +2,12 @@
 
 A line is written with one `write` on a file opened for appending as the task ends: once that
 call returns the line is the kernel's, so a batch killed at any moment (`kill -9`) loses no
-finished task. A flusher thread then fsyncs the file, so that a power cut loses no more than the
-last few milliseconds: lines that finish while an fsync is under way share the next one (group
-commit), and no task waits for the disk. Closing the log fsyncs once more, on the caller's
-thread. At worst the file ends with the start of a line that was being written; reading back
-keeps the last line of each id and ignores that unfinished tail, which `ResultsLog` cuts off
-before it appends again.
+finished task. A flusher thread fsyncs the file every `FSYNC_EVERY` seconds when lines were
+added since its last fsync, so that a power cut loses at most the lines of that last moment;
+no task waits for the disk, and lines finishing close together share one fsync (group commit).
+Closing the log fsyncs once more, on the caller's thread. At worst the file ends with the start
+of a line that was being written; reading back keeps the last line of each id and ignores that
+unfinished tail, which `ResultsLog` cuts off before it appends again.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from devall_cli.run_files import open_run_file
 from devall_cli.text import clean_text
 
 RESULTS_NAME = "results.jsonl"
+FSYNC_EVERY = 0.05  # seconds: the most a finished line waits for its fsync
 STATUSES = ("ok", "failed", "interrupted")
 
 
@@ -122,8 +123,8 @@ class ResultsLog:
                 os.truncate(self._file.fileno(), keep_bytes)  # an unfinished last line
         except OSError as exc:
             raise RunFailedError(f"cannot write {self.path}: {exc.strerror or exc}") from None
-        self._wake = threading.Condition()
-        self._dirty = self._closing = False
+        self._dirty = False  # lines written since the flusher's last fsync
+        self._stop = threading.Event()
         self._sync_error: OSError | None = None
         self.syncs = 0  # fsyncs done (fewer than lines when lines finish close together)
         self._flusher = threading.Thread(target=self._flush_loop, name="results-fsync", daemon=True)
@@ -140,17 +141,13 @@ class ResultsLog:
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]
-        with self._wake:
-            self._dirty = True
-            self._wake.notify()
+        self._dirty = True  # no wake-up: a thread switch per line would cost more than the fsync
 
     def close(self) -> None:
         """Stop the flusher, fsync what is left and close the file; OSError when it cannot."""
         if self._file.closed:
             return
-        with self._wake:
-            self._closing = True
-            self._wake.notify()
+        self._stop.set()
         self._flusher.join()
         try:
             if self._sync_error is not None:
@@ -161,13 +158,10 @@ class ResultsLog:
             self._file.close()
 
     def _flush_loop(self) -> None:
-        while True:
-            with self._wake:
-                while not (self._dirty or self._closing):
-                    self._wake.wait()
-                if self._closing:
-                    return  # close() does the last fsync itself
-                self._dirty = False
+        while not self._stop.wait(FSYNC_EVERY):
+            if not self._dirty:
+                continue
+            self._dirty = False  # set before the fsync: a line written during it gets the next
             try:
                 os.fsync(self._file.fileno())
                 self.syncs += 1
