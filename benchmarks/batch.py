@@ -230,11 +230,11 @@ async def run_dir_seconds(flow: Path, tasks: list[Any], out: Path) -> float:
     return time.perf_counter() - started
 
 
-async def overhead(settings: Settings) -> Row:
-    """Row 9c: what the batch adds to each task, scripted one-turn tasks."""
+async def overhead(settings: Settings, sizes: tuple[int, int] | None = None) -> Row:
+    """Row 9c: what the batch adds to each task, scripted one-turn tasks (`sizes`: N, rounds)."""
     from devall_cli.batch.tasks import BatchTask
 
-    count, rounds = settings.pick(200, 20), settings.pick(7, 2)
+    count, rounds = sizes or (settings.pick(200, 20), settings.pick(7, 2))
     tasks = [BatchTask(f"t{i:04d}", f"task {i}", line=i + 1) for i in range(count)]
     with scratch_dir("batch-overhead") as tmp:
         flow = scripted_flow(tmp)
