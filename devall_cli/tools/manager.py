@@ -39,6 +39,8 @@ DUPLICATE_MESSAGE = (
     "Duplicate tool name '{name}' detected. "
     "Please use a unique 'prefix' in your tooling configuration."
 )
+# Creates (not starts) the source of a plan.
+SourceMaker = Callable[[SourcePlan, SourceContext], ToolSource]
 # What OpenAI-compatible APIs accept as a function name.
 SAFE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
@@ -90,8 +92,10 @@ class ToolManager:
         events: ToolEvents | None = None,
         store: Any = None,
         import_functions: bool = True,
+        make_source: SourceMaker = build_source,
     ) -> None:
         self.workflow = workflow
+        self._make_source = make_source  # a batch hands out the servers its tasks share
         self.plan = plan_sources(workflow)
         self._redact = workflow.redactor.text
         self._run_id = run_id
@@ -160,7 +164,7 @@ class ToolManager:
             return self._infos[plan.id]
         if self._events is not None:
             self._events.server_starting(plan.id, plan.kind, plan.target)
-        source = self._sources.get(plan.id) or build_source(plan, self._ctx)
+        source = self._sources.get(plan.id) or self._make_source(plan, self._ctx)
         self._sources[plan.id] = source
         try:
             with self._masking():

@@ -1,0 +1,58 @@
+"""The batch's progress on stderr: a few plain lines without a terminal, a bar with one."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from devall_cli.batch.results import TaskOutcome
+from devall_cli.batch.tasks import BatchTask
+from devall_cli.trace.batch_progress import BatchProgress
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def console(terminal: bool) -> tuple[Console, io.StringIO]:
+    buffer = io.StringIO()
+    return Console(file=buffer, force_terminal=terminal, width=120, no_color=True), buffer
+
+
+def test_without_a_terminal_a_line_every_few_seconds_and_one_per_failure() -> None:
+    out, buffer = console(False)
+    clock = Clock()
+    progress = BatchProgress(out, live=False, clock=clock)
+    progress.batch_started(total=12, to_run=10, skipped=2)
+    for number in range(10):
+        clock.now += 1.0
+        progress.task_started(BatchTask(f"t{number}", "x"))
+        status = "failed" if number == 3 else "ok"
+        error = "model endpoint said 500\x1b[2J" if status == "failed" else None
+        progress.task_finished(TaskOutcome(f"t{number}", status, error=error))
+    progress.close()
+    assert buffer.getvalue().splitlines() == [
+        "batch: 10 tasks to run (2 of 12 already ok, skipped)",
+        "task t3 failed: model endpoint said 500\\x1b[2J",
+        "batch: 5/10 done, 1 failed, 0 running, 1.0 tasks/s, ETA 5 s",
+        "batch: 10/10 done, 1 failed, 0 running, 1.0 tasks/s",
+    ]
+
+
+def test_on_a_terminal_a_live_bar_that_leaves_the_last_state_line() -> None:
+    out, buffer = console(True)
+    progress = BatchProgress(out, live=True, clock=Clock())
+    progress.batch_started(total=2, to_run=2, skipped=0)
+    progress.task_started(BatchTask("a", "x"))
+    progress.task_finished(TaskOutcome("a", "ok"))
+    progress.task_started(BatchTask("b", "x"))
+    progress.task_finished(TaskOutcome("b", "interrupted"))
+    progress.close()
+    text = buffer.getvalue()
+    assert "batch: 2 tasks to run" in text
+    assert text.rstrip().endswith("batch: 1/2 done, 0 failed, 0 running, 0.0 tasks/s")
