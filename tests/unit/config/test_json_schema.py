@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 import pkgutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,7 +24,8 @@ from devall_cli.providers.registry import PROVIDERS
 from devall_cli.thinking.base import THINKING_TYPES
 
 ROOT = Path(__file__).resolve().parents[3]
-CHATDEV = Path("/work/chatdev/yaml_instance")
+# A ChatDev checkout's yaml_instance/ folder to check the schema against, when one is at hand.
+CHATDEV = Path(os.environ.get("DEVALL_CHATDEV_DIR", "chatdev-not-set")) / "yaml_instance"
 # Files of workflows/ that are not whole workflows: answers for human nodes, bare subgraph graphs.
 NOT_WORKFLOWS = {"human_review_loop.answers.yaml", "polish.yaml"}
 
@@ -60,16 +62,20 @@ def props(schema: dict[str, Any]) -> set[str]:
     return set(schema["properties"])
 
 
-def agent_config() -> dict[str, Any]:
-    return config_of(SCHEMA["$defs"]["node"], "agent")
+def agent_config(schema: dict[str, Any] = SCHEMA) -> dict[str, Any]:
+    return config_of(schema["$defs"]["node"], "agent")
 
 
 def test_the_schema_is_a_valid_json_schema() -> None:
     jsonschema.Draft202012Validator.check_schema(SCHEMA)
 
 
+# The registry tests build the schema afresh: test modules register kinds of their own when
+# imported, and with several workers that may happen after this module's SCHEMA was built.
+
+
 def test_every_node_type_and_its_config_keys() -> None:
-    node = SCHEMA["$defs"]["node"]
+    node = workflow_schema()["$defs"]["node"]
     assert node["properties"]["type"]["enum"] == NODE_TYPES.names()
     for name, kind in NODE_TYPES.all().items():
         config = config_of(node, name)
@@ -78,7 +84,7 @@ def test_every_node_type_and_its_config_keys() -> None:
 
 
 def test_every_tooling_type_and_its_config_keys() -> None:
-    entry = SCHEMA["$defs"]["tooling_entry"]
+    entry = workflow_schema()["$defs"]["tooling_entry"]
     assert entry["properties"]["type"]["enum"] == sorted(tooling_types())
     assert entry["additionalProperties"] is False
     for name, kind in tooling_types().items():
@@ -87,10 +93,11 @@ def test_every_tooling_type_and_its_config_keys() -> None:
 
 
 def test_every_condition_processor_memory_and_thinking_kind() -> None:
-    edge = SCHEMA["$defs"]["edge"]
+    schema = workflow_schema()
+    edge = schema["$defs"]["edge"]
     condition = edge["properties"]["condition"]["anyOf"][1]
-    stores = SCHEMA["$defs"]["graph"]["properties"]["memory"]["items"]
-    thinking = agent_config()["properties"]["thinking"]
+    stores = schema["$defs"]["graph"]["properties"]["memory"]["items"]
+    thinking = agent_config(schema)["properties"]["thinking"]
     for registry, block in (
         (CONDITION_TYPES, condition),
         (PROCESSOR_TYPES, edge["properties"]["process"]),
@@ -103,7 +110,7 @@ def test_every_condition_processor_memory_and_thinking_kind() -> None:
 
 
 def test_every_provider_and_the_keys_it_reads() -> None:
-    agent = agent_config()
+    agent = agent_config(workflow_schema())
     assert [p for p in agent["properties"]["provider"]["enum"] if p] == PROVIDERS.names()
     for kind in PROVIDERS.all().values():
         assert kind.keys <= props(agent), kind.name
