@@ -54,13 +54,12 @@ def warm_up(workflow: Workflow) -> None:
     provider but `scripted`), the HTTP stack and its TLS context: ~0.1-0.7 s that N tasks
     started at once would otherwise all wait for, inside the batch's wall time.
     """
-    from devall_cli.config.model import AgentConfig
     from devall_cli.nodes.base import walk_nodes
     from devall_cli.tools import attachments, manager  # noqa: F401
     from devall_cli.trace import jsonl, result  # noqa: F401
 
-    agents = [node.config for _, node in walk_nodes(workflow.graph)]
-    if any(isinstance(c, AgentConfig) and c.provider != "scripted" for c in agents):
+    providers = {getattr(node.config, "provider", None) for _, node in walk_nodes(workflow.graph)}
+    if providers - {None, "scripted"}:  # a node with a model behind HTTP
         from devall_cli.providers.http_client import shared_ssl_context
 
         shared_ssl_context()
