@@ -114,6 +114,10 @@ def connect(
         os.environ.update(environ if environ is not None else loopback_environ())
     else:
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+        if on_loopback(address):
+            # A cluster on loopback: the driver must not turn 127.0.0.1 into this machine's
+            # interface address either, or it would look for the cluster there.
+            os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
     import ray
 
     options: dict[str, Any] = {
@@ -141,6 +145,19 @@ def connect(
         cluster.roots = _children(process_table()) - before - _devall_helpers()
         cluster.remember_processes()
     return cluster
+
+
+def on_loopback(address: str) -> bool:
+    """Whether a cluster address (`host:port`, `ray://host:port`) is on loopback."""
+    import ipaddress
+
+    host = address.split("://", 1)[-1].rsplit(":", 1)[0].strip("[]").lower()
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def reap(processes: Mapping[int, int], wait_s: float = REAP_WAIT_S) -> list[int]:
