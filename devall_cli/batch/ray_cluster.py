@@ -110,6 +110,8 @@ def connect(
 
     Blocking (Ray takes seconds to start). Raises what `ray.init` raises.
     """
+    # Ray's own handler of fatal signals would turn devall's clean SIGTERM exit into an abort.
+    os.environ["RAY_DISABLE_FAILURE_SIGNAL_HANDLER"] = "1"
     if address is None:
         os.environ.update(environ if environ is not None else loopback_environ())
     else:
