@@ -111,7 +111,7 @@ def with_script(workflow: Workflow, node_id: str, calls: int, tool: str = "echo"
     for node in workflow.graph.nodes:
         if node.id == node_id and isinstance(node.config, AgentConfig):
             config = dataclasses.replace(
-                node.config, script=tuple(turns), tool_loop_limit=calls + 10
+                node.config, provider_config=tuple(turns), tool_loop_limit=calls + 10
             )
             node = dataclasses.replace(node, config=config)
         nodes.append(node)

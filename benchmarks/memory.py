@@ -95,7 +95,7 @@ def child(calls: int, trace: bool = False) -> dict[str, Any]:
         provider = make_provider(config, **kwargs)
         if not trace:
             return provider  # measuring the conversation allocates too: not in a peak run
-        meters.append(ConversationMeter(provider, len(config.script)))
+        meters.append(ConversationMeter(provider, len(config.provider_config)))
         return meters[-1]
 
     with scratch_dir("memory") as tmp:

@@ -25,6 +25,7 @@ from devall_cli.config.loader import load_workflow
 from devall_cli.config.model import Workflow
 from devall_cli.engine.events import Event, EventBus, NodeFinishedEvent, NodeStartedEvent
 from devall_cli.engine.runner import run_workflow
+from devall_cli.session import RunSession
 
 BRANCHES = 8
 SLEEP_S = 0.5
@@ -70,7 +71,8 @@ async def graph_seconds(workflow: Workflow, run_dir: Path) -> float:
     bus = EventBus()
     clock = GraphClock()
     bus.subscribe(clock)
-    await run_workflow(workflow, task="go", run_id=run_dir.name, run_dir=run_dir, bus=bus)
+    session = RunSession(workflow, run_id=run_dir.name, run_dir=run_dir, bus=bus)
+    await run_workflow(session, task="go")
     expected = {f"b{i}": f"b{i}" for i in range(BRANCHES)}
     if clock.outputs != expected:
         raise RuntimeError(f"unexpected branch outputs: {clock.outputs}")

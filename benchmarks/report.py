@@ -21,6 +21,10 @@ def figure(value: float | None, unit: str) -> str:
         return "-"
     if unit == "ms/call":
         return f"{value:.3f} ms"
+    if unit == "ms/task":
+        return f"{value:.2f} ms"
+    if unit == "tasks/s":
+        return f"{value:.2f}/s"
     if unit == "ms":
         return f"{value:.0f} ms"
     if unit == "MB":

@@ -27,6 +27,7 @@ from benchmarks.fixtures import with_script as scripted
 from devall_cli.config.model import Workflow
 from devall_cli.engine.events import Event, EventBus, ServerReadyEvent
 from devall_cli.engine.runner import default_tool_manager, run_workflow
+from devall_cli.session import RunSession
 
 RUN_LOOP_TARGET = 1.5
 Sinks = Literal["none", "jsonl", "all"]
@@ -82,13 +83,11 @@ async def run_once(
             bus.subscribe(jsonl)
         if sinks == "all":
             _subscribe_console_and_result(bus, stack, workflow, run_dir, redactor)
+        session = RunSession(workflow, run_id=run_dir.name, run_dir=run_dir, bus=bus)
         started = time.perf_counter()
         result = await run_workflow(
-            workflow,
+            session,
             task="benchmark",
-            run_id=run_dir.name,
-            run_dir=run_dir,
-            bus=bus,
             provider_factory=provider_factory,
             tool_manager_factory=tool_manager or default_tool_manager,
         )

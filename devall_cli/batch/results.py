@@ -1,8 +1,12 @@
 """results.jsonl: one line per finished task, appended whole and fsync'd as each task ends.
 
-A line is written with one `write` on a file opened for appending, then flushed to disk, so a
-batch killed at any moment (`kill -9`, a power cut) leaves whole lines, at worst followed by the
-start of one that was being written. Reading back keeps the last line of each id and ignores an
+A line is written with one `write` on a file opened for appending as the task ends: once that
+call returns the line is the kernel's, so a batch killed at any moment (`kill -9`) loses no
+finished task. A flusher thread fsyncs the file every `FSYNC_EVERY` seconds when lines were
+added since its last fsync, so that a power cut loses at most the lines of that last moment;
+no task waits for the disk, and lines finishing close together share one fsync (group commit).
+Closing the log fsyncs once more, on the caller's thread. At worst the file ends with the start
+of a line that was being written; reading back keeps the last line of each id and ignores that
 unfinished tail, which `ResultsLog` cuts off before it appends again.
 """
 
@@ -10,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +25,7 @@ from devall_cli.run_files import open_run_file
 from devall_cli.text import clean_text
 
 RESULTS_NAME = "results.jsonl"
+FSYNC_EVERY = 0.05  # seconds: the most a finished line waits for its fsync
 STATUSES = ("ok", "failed", "interrupted")
 
 
@@ -106,7 +112,7 @@ def _parse_line(raw: bytes) -> TaskOutcome | None:
 
 
 class ResultsLog:
-    """Appends outcomes to results.jsonl, one whole line and an fsync each."""
+    """Appends outcomes to results.jsonl, one whole line each, fsync'd by a flusher thread."""
 
     def __init__(self, path: Path, *, keep_bytes: int | None = None) -> None:
         """Open `path`; `keep_bytes` continues it (cut to that length), None starts it afresh."""
@@ -117,9 +123,17 @@ class ResultsLog:
                 os.truncate(self._file.fileno(), keep_bytes)  # an unfinished last line
         except OSError as exc:
             raise RunFailedError(f"cannot write {self.path}: {exc.strerror or exc}") from None
+        self._dirty = False  # lines written since the flusher's last fsync
+        self._stop = threading.Event()
+        self._sync_error: OSError | None = None
+        self.syncs = 0  # fsyncs done (fewer than lines when lines finish close together)
+        self._flusher = threading.Thread(target=self._flush_loop, name="results-fsync", daemon=True)
+        self._flusher.start()
 
     def append(self, outcome: TaskOutcome) -> None:
-        """Write the outcome's line in one piece and flush it to disk; OSError when it cannot."""
+        """Write the outcome's line in one piece, for the flusher to fsync; OSError on failure."""
+        if self._sync_error is not None:
+            raise self._sync_error
         line = json.dumps(outcome.record(), ensure_ascii=False, default=str) + "\n"
         data = clean_text(line).encode("utf-8")
         fd = self._file.fileno()
@@ -127,8 +141,30 @@ class ResultsLog:
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]
-        os.fsync(fd)
+        self._dirty = True  # no wake-up: a thread switch per line would cost more than the fsync
 
     def close(self) -> None:
-        """Close the file."""
-        self._file.close()
+        """Stop the flusher, fsync what is left and close the file; OSError when it cannot."""
+        if self._file.closed:
+            return
+        self._stop.set()
+        self._flusher.join()
+        try:
+            if self._sync_error is not None:
+                raise self._sync_error
+            os.fsync(self._file.fileno())
+            self.syncs += 1
+        finally:
+            self._file.close()
+
+    def _flush_loop(self) -> None:
+        while not self._stop.wait(FSYNC_EVERY):
+            if not self._dirty:
+                continue
+            self._dirty = False  # set before the fsync: a line written during it gets the next
+            try:
+                os.fsync(self._file.fileno())
+                self.syncs += 1
+            except OSError as exc:
+                self._sync_error = exc
+                return

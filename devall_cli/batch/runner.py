@@ -141,10 +141,18 @@ class BatchRun:
             try:
                 await executor.close()
             finally:
-                self.log.close()
+                self._close_log()
                 self._finish(code, started_at, started)
         assert self.summary is not None
         return self.summary
+
+    def _close_log(self) -> None:
+        """The last fsync of results.jsonl; a failure fails the batch."""
+        try:
+            self.log.close()
+        except OSError as exc:
+            if self.write_failure is None:
+                self.write_failure = write_failure(self.log.path, exc)
 
     def _finish(self, interrupted: int | None, started_at: float, started: float) -> None:
         counts = self.tally.counts()

@@ -47,6 +47,25 @@ class TaskEnv:
     answers: Answers | None = None  # replies of human nodes; each task uses them from the start
 
 
+def warm_up(workflow: Workflow) -> None:
+    """Do once, before the batch's clock starts, what the first tasks would each wait for.
+
+    That is importing the run machinery and, when an agent talks to a model over HTTP (every
+    provider but `scripted`), the HTTP stack and its TLS context: ~0.1-0.7 s that N tasks
+    started at once would otherwise all wait for, inside the batch's wall time.
+    """
+    from devall_cli.config.model import AgentConfig
+    from devall_cli.nodes.base import walk_nodes
+    from devall_cli.tools import attachments, manager  # noqa: F401
+    from devall_cli.trace import jsonl, result  # noqa: F401
+
+    agents = [node.config for _, node in walk_nodes(workflow.graph)]
+    if any(isinstance(c, AgentConfig) and c.provider != "scripted" for c in agents):
+        from devall_cli.providers.http_client import shared_ssl_context
+
+        shared_ssl_context()
+
+
 def task_run_dir(batch_dir: Path, task: BatchTask) -> Path:
     """`<batch>/runs/<task>`."""
     return batch_dir / RUNS_DIR / task.dir_name

@@ -199,7 +199,7 @@ def _run_batch(setup: _Setup, json_output: bool) -> dict[str, Any]:
     from devall_cli.batch.executor import make_executor
     from devall_cli.batch.runner import BatchRun, open_results, plan_resume
     from devall_cli.batch.shared_tools import SharedSources
-    from devall_cli.batch.task_run import TaskEnv
+    from devall_cli.batch.task_run import TaskEnv, warm_up
     from devall_cli.run_files import locked_run_dir
     from devall_cli.trace.batch_progress import BatchProgress
 
@@ -230,6 +230,7 @@ def _run_batch(setup: _Setup, json_output: bool) -> dict[str, Any]:
             listener=progress,
             max_failures=setup.max_failures,
         )
+        warm_up(setup.workflows.get(setup.tasks[0].vars))
         try:
             run_async(run.run(executor, signals.exit_code), signals)
         finally:

@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import functools
 import json
 import random
 import re
+import ssl
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -48,6 +50,16 @@ _RETRYABLE_HTTPX_ERRORS = (
     httpx.ProxyError,
 )
 _EXCERPT_CHARS = 200
+
+
+@functools.cache
+def shared_ssl_context() -> ssl.SSLContext:
+    """The TLS context of every endpoint of this process, built once.
+
+    Loading the CA bundle takes tens of milliseconds of CPU, on the event loop: paid per
+    endpoint, it would stall every other task of a batch each time a task starts.
+    """
+    return httpx.create_ssl_context()
 
 
 class DeadlineExceededError(httpx.TimeoutException):
@@ -114,7 +126,9 @@ class ModelEndpoint:
         self._deadline = timeout if timeout > 0 else None
         self._timeout = httpx.Timeout(self._deadline)
         self._timing = timing or RetryTiming.of()
-        self._client = httpx.AsyncClient(transport=transport, timeout=self._timeout)
+        self._client = httpx.AsyncClient(
+            transport=transport, timeout=self._timeout, verify=shared_ssl_context()
+        )
 
     async def post_json(self, body: Any) -> bytes:
         """POST `body` as JSON; the body of the successful answer (raises a DevallError)."""

@@ -328,6 +328,9 @@ def _embeddings_body(request_body: Any) -> bytes:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True  # a slow answer must not hold up shutdown
     block_on_close = False
+    # The listen backlog (socketserver's default is 5): clients connecting at once past it wait
+    # for a SYN retransmission (1 s) or fail, which real endpoints do not make them do.
+    request_queue_size = 128
 
     def __init__(self, fake: FakeLLM) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)

@@ -113,3 +113,20 @@ async def test_results_that_cannot_be_written_stop_the_batch(
         f"could not write {tmp_path / 'results.jsonl'}: No space left on device"
     )
     assert summary["status"] == "failed"
+
+
+async def test_results_that_cannot_be_flushed_to_disk_fail_the_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken_disk(fd: int) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr("devall_cli.batch.results.os.fsync", broken_disk)
+    run = batch(tmp_path)
+    summary = await run.run(StandIn(["ok"] * 6), lambda: 130)
+    # Every line was written (a kill -9 would not lose them), but none is known to be on disk.
+    assert len(statuses(tmp_path)) in range(1, 7)
+    assert run.write_failure == (
+        f"could not write {tmp_path / 'results.jsonl'}: Input/output error"
+    )
+    assert summary["status"] == "failed" and summary["exit_code"] == 1
