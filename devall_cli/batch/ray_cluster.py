@@ -112,6 +112,8 @@ def connect(
     """
     # Ray's own handler of fatal signals would turn devall's clean SIGTERM exit into an abort.
     os.environ["RAY_DISABLE_FAILURE_SIGNAL_HANDLER"] = "1"
+    # Ray's C++ side writes its warnings straight to stderr; devall reports failures itself.
+    os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "error")
     if address is None:
         os.environ.update(environ if environ is not None else loopback_environ())
     else:
