@@ -133,6 +133,7 @@ def connect(
     }
     _quiet_ray_loggers()
     if address is not None:
+        reachable(address)
         ray.init(address=address, **options)
         return RayCluster(address)
     before = _children(process_table())
@@ -162,6 +163,21 @@ def on_loopback(address: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def reachable(address: str, timeout_s: float = 10.0) -> None:
+    """ConnectionError unless `host:port` accepts a connection (Ray itself retries for minutes)."""
+    import socket
+
+    if address == "auto" or "://" in address:
+        return  # Ray finds the address itself, or a client-mode address: Ray's own check
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise ConnectionError(f"not a HOST:PORT address: {address!r}")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except OSError as exc:
+        raise ConnectionError(exc.strerror or str(exc) or type(exc).__name__) from None
 
 
 def reap(processes: Mapping[int, int], wait_s: float = REAP_WAIT_S) -> list[int]:

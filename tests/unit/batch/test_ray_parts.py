@@ -120,3 +120,18 @@ async def test_a_worker_runs_tasks_from_the_shipped_folder_on_one_server(tmp_pat
         assert result["status"] == "ok"
     assert [name for name, _ in logs] == ["fixture_server.log"]  # one server for both tasks
     assert not worker.scratch.exists()
+
+
+def test_an_address_nobody_listens_on_is_refused_at_once() -> None:
+    import socket
+
+    from devall_cli.batch.ray_cluster import reachable
+
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+        reachable(f"127.0.0.1:{port}")  # listening: no error
+    with pytest.raises(ConnectionError):
+        reachable(f"127.0.0.1:{port}")  # closed now
+    with pytest.raises(ConnectionError, match="not a HOST:PORT address"):
+        reachable("nowhere")
+    reachable("ray://127.0.0.1:1")  # client mode: left to Ray's own check
