@@ -16,10 +16,13 @@ import asyncio
 import concurrent.futures
 import contextlib
 import math
+import queue
+import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from devall_cli.batch.executor import BatchSink, ExecutorOptions
 from devall_cli.batch.ray_cluster import RayCluster, connect
@@ -29,8 +32,43 @@ from devall_cli.batch.task_run import RUNS_DIR, TaskEnv, task_run_dir
 from devall_cli.batch.tasks import BatchTask
 from devall_cli.errors import DevallConnectionError
 
+T = TypeVar("T")
 CLOSE_TIMEOUT_S = 20.0
+CONNECT_WAIT_S = 60.0  # how long an interrupted batch waits for Ray's start before it exits
 SERVERS_DIR = "servers"
+
+
+class RayThread:
+    """One daemon thread that starts and stops Ray (it never keeps the process from exiting).
+
+    Ray's processes are started with the kernel's parent-death signal, which follows the thread
+    that started them: this thread lives until the cluster is stopped.
+    """
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._loop, name="devall-ray", daemon=True)
+        self._thread.start()
+
+    def submit(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> Future[T]:
+        """Run `fn` on the thread; its future."""
+        future: Future[T] = Future()
+        self._jobs.put((future, fn, args, kwargs))
+        return future
+
+    def stop(self) -> None:
+        """End the thread once the jobs given so far are done."""
+        self._jobs.put(None)
+
+    def _loop(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            future, fn, args, kwargs = job
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(fn(*args, **kwargs))
+            except BaseException as exc:
+                future.set_exception(exc)
 
 
 def plan_pool(concurrency: int, tasks: int, cpus: int) -> tuple[int, int]:
@@ -78,7 +116,7 @@ class RayExecutor:
         self._connecting: concurrent.futures.Future[RayCluster] | None = None
         # Ray is started and stopped from one thread that lives as long as the cluster: the
         # processes Ray starts are killed by the kernel when the thread that started them ends.
-        self._thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="devall-ray")
+        self._thread = RayThread()
         self._closed = False
 
     async def run(self, tasks: Sequence[BatchTask], sink: BatchSink) -> None:
@@ -173,18 +211,18 @@ class RayExecutor:
         self._closed = True
         await self.env.pool.close()
         if self._connecting is not None and not self._connecting.done():
-            # ray.init cannot be interrupted: wait for it, then undo it.
+            # ray.init cannot be interrupted: wait for it (a while), then undo it.
             with contextlib.suppress(BaseException):
-                self.cluster = await asyncio.wrap_future(self._connecting)
+                future = asyncio.wrap_future(self._connecting)
+                self.cluster = await asyncio.wait_for(future, CONNECT_WAIT_S)
         try:
             if self.cluster is not None:
                 try:
                     await self._stop_workers()
                 finally:
-                    loop = asyncio.get_running_loop()
-                    await loop.run_in_executor(self._thread, self.cluster.shutdown)
+                    await asyncio.wrap_future(self._thread.submit(self.cluster.shutdown))
         finally:
-            self._thread.shutdown(wait=False)
+            self._thread.stop()
 
     async def _stop_workers(self) -> None:
         import ray
