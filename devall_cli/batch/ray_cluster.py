@@ -64,6 +64,7 @@ class RayCluster:
     temp_dir: Path | None = None
     processes: dict[int, int] = field(default_factory=dict)  # pid -> start time
     roots: set[int] = field(default_factory=set)  # the processes Ray started below this one
+    _looked: float = float("-inf")  # when remember_processes last read /proc
 
     @property
     def local(self) -> bool:
@@ -77,10 +78,14 @@ class RayCluster:
         resources: Callable[[], Mapping[str, float]] = ray.cluster_resources
         return max(1, int(resources().get("CPU", 1)))
 
-    def remember_processes(self) -> None:
-        """Note every process now below the ones Ray started (workers come and go)."""
-        if not self.local:
+    def remember_processes(self, *, every_s: float = 0.0) -> None:
+        """Note every process now below the ones Ray started (workers come and go).
+
+        With `every_s`, not again before that many seconds passed since the last look.
+        """
+        if not self.local or time.monotonic() - self._looked < every_s:
             return
+        self._looked = time.monotonic()
         table = process_table()
         for info in _tree(self.roots | set(self.processes), table):
             self.processes.setdefault(info.pid, info.start)
@@ -146,9 +151,12 @@ def connect(
             num_cpus=num_cpus,
             **options,
         )
-    finally:
+    except BaseException:
         cluster.roots = _children(process_table()) - before - _devall_helpers()
-        cluster.remember_processes()
+        cluster.shutdown()  # what Ray had started before it failed
+        raise
+    cluster.roots = _children(process_table()) - before - _devall_helpers()
+    cluster.remember_processes()
     return cluster
 
 

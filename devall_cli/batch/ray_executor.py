@@ -174,7 +174,7 @@ class RayExecutor:
                 {"id": task.id, "task": task.task, "vars": dict(task.vars), "line": task.line}
             )
             if self.cluster is not None:
-                self.cluster.remember_processes()
+                self.cluster.remember_processes(every_s=1.0)  # servers a worker started
             try:
                 reply = await ref
             except asyncio.CancelledError:
