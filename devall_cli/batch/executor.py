@@ -3,7 +3,8 @@
 An executor runs tasks and reports each one's outcome to a `BatchSink`; it does not write
 results.jsonl or decide when to stop (the sink does both). The local executor runs N tasks at
 once in this process, on one event loop, with the batch's shared servers. Another executor
-(a cluster) plugs in by implementing `Executor` and registering a factory in `EXECUTORS`.
+(the Ray executor, `ray_executor.py`) plugs in by implementing `Executor` and registering a
+factory in `EXECUTORS`.
 """
 
 from __future__ import annotations
@@ -103,9 +104,13 @@ def _runs_anywhere(options: ExecutorOptions) -> None:
 
 
 def _needs_ray(options: ExecutorOptions) -> None:
-    raise UsageError(
-        "--executor ray needs the ray extra, which is not installed: pip install 'devall-cli[ray]'"
-    )
+    from devall_cli.batch.ray_cluster import ray_installed
+
+    if not ray_installed():
+        raise UsageError(
+            "--executor ray needs the ray extra, which is not installed: "
+            "pip install 'devall-cli[ray]'"
+        )
 
 
 @dataclass(frozen=True)
@@ -121,9 +126,15 @@ def _local(env: TaskEnv, options: ExecutorOptions) -> Executor:
     return LocalExecutor(env, options.concurrency)
 
 
+def _ray(env: TaskEnv, options: ExecutorOptions) -> Executor:
+    from devall_cli.batch.ray_executor import RayExecutor
+
+    return RayExecutor(env, options)
+
+
 EXECUTORS: dict[str, ExecutorKind] = {
     "local": ExecutorKind("local", _runs_anywhere, _local),
-    "ray": ExecutorKind("ray", _needs_ray, None),
+    "ray": ExecutorKind("ray", _needs_ray, _ray),
 }
 
 

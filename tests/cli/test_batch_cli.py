@@ -117,7 +117,10 @@ def test_a_broken_workflow_exits_3_before_any_task_runs(tmp_path: Path) -> None:
     assert code == 3 and "UNSET" in err and not Path("b").exists()
 
 
-def test_executor_options_are_checked_first(tmp_path: Path) -> None:
+def test_executor_options_are_checked_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("devall_cli.batch.ray_cluster.ray_installed", lambda: False)
     flow = topic_workflow(tmp_path)
     code, _, err = invoke(str(flow), "missing.jsonl", "--executor", "ray")
     assert code == 2

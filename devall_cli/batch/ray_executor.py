@@ -1,0 +1,272 @@
+"""The Ray executor: the tasks of a batch run on a pool of Ray actors, results stream back.
+
+The pool has one worker (a `BatchWorker` actor, one CPU each) per CPU the cluster offers, at
+most `--concurrency` and at most one per task, and each worker runs its share of the
+concurrency at once (`--concurrency 16` on 2 CPUs: 2 workers running 8 tasks each). The driver
+hands the next task to whichever slot is free, so results come back as tasks finish; it writes
+each task's run directory from the files the worker returns, then reports the outcome to the
+batch, which appends it to results.jsonl as with the local executor. The workflow's folder is
+shipped as Ray's working directory. A worker that dies fails the task it was running and takes
+no more; an interruption cancels the running tasks, which are recorded as interrupted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import math
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any, TypeVar
+
+from devall_cli.batch.executor import BatchSink, ExecutorOptions
+from devall_cli.batch.ray_cluster import RayCluster, connect
+from devall_cli.batch.ray_worker import BatchWorker, FileList, WorkerSpec, write_tree
+from devall_cli.batch.results import TaskOutcome
+from devall_cli.batch.task_run import RUNS_DIR, TaskEnv, task_run_dir
+from devall_cli.batch.tasks import BatchTask
+from devall_cli.errors import DevallConnectionError
+
+T = TypeVar("T")
+CLOSE_TIMEOUT_S = 20.0
+CONNECT_WAIT_S = 60.0  # how long an interrupted batch waits for Ray's start before it exits
+SERVERS_DIR = "servers"
+
+
+class RayThread:
+    """One daemon thread that starts and stops Ray (it never keeps the process from exiting).
+
+    Ray's processes are started with the kernel's parent-death signal, which follows the thread
+    that started them: this thread lives until the cluster is stopped.
+    """
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._loop, name="devall-ray", daemon=True)
+        self._thread.start()
+
+    def submit(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> Future[T]:
+        """Run `fn` on the thread; its future."""
+        future: Future[T] = Future()
+        self._jobs.put((future, fn, args, kwargs))
+        return future
+
+    def stop(self) -> None:
+        """End the thread once the jobs given so far are done."""
+        self._jobs.put(None)
+
+    def _loop(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            future, fn, args, kwargs = job
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(fn(*args, **kwargs))
+            except BaseException as exc:
+                future.set_exception(exc)
+
+
+def plan_pool(concurrency: int, tasks: int, cpus: int) -> tuple[int, int]:
+    """(workers, tasks at once per worker) for this concurrency, task count and cluster."""
+    slots = max(1, min(concurrency, tasks))
+    workers = max(1, min(slots, cpus))
+    return workers, math.ceil(slots / workers)
+
+
+def worker_spec(env: TaskEnv) -> WorkerSpec:
+    """What the workers need to load the workflow as the driver did."""
+    path = env.workflows.path.resolve()
+    return WorkerSpec(
+        workflow_path=str(path),
+        workflow_name=path.name,
+        cli_vars=dict(env.workflows.cli_vars),
+        dotenv_text=dotenv_text(path.parent, Path.cwd(), env.workflows.env_file),
+        max_steps=env.max_steps,
+        answers=env.answers,
+    )
+
+
+def dotenv_text(workflow_dir: Path, cwd: Path, env_file: Path | None) -> str | None:
+    """The .env files the driver reads (workflow's folder, current folder, --env-file), joined."""
+    parts: list[str] = []
+    seen: set[Path] = set()
+    for path in (workflow_dir / ".env", cwd / ".env", env_file):
+        if path is None or path.resolve() in seen or not path.exists() or path.is_dir():
+            continue
+        seen.add(path.resolve())
+        parts.append(path.read_text(encoding="utf-8", errors="replace"))
+    return "\n".join(parts) if parts else None
+
+
+class RayExecutor:
+    """Runs the batch's tasks on a Ray cluster: a local one on loopback, or `--ray-address`."""
+
+    name = "ray"
+
+    def __init__(self, env: TaskEnv, options: ExecutorOptions) -> None:
+        self.env = env
+        self.options = options
+        self.cluster: RayCluster | None = None
+        self.workers: list[Any] = []  # actor handles
+        self._connecting: concurrent.futures.Future[RayCluster] | None = None
+        # Ray is started and stopped from one thread that lives as long as the cluster: the
+        # processes Ray starts are killed by the kernel when the thread that started them ends.
+        self._thread = RayThread()
+        self._closed = False
+
+    async def run(self, tasks: Sequence[BatchTask], sink: BatchSink) -> None:
+        """Start the pool and run the tasks, each on the next free slot."""
+        if not tasks:
+            return
+        cluster = await self._connect()
+        workers, per_worker = plan_pool(self.options.concurrency, len(tasks), cluster.cpus())
+        import ray
+
+        actor = ray.remote(BatchWorker).options(
+            num_cpus=1, max_concurrency=per_worker, max_restarts=0
+        )
+        spec = worker_spec(self.env)
+        self.workers = [actor.remote(spec) for _ in range(workers)]
+        pending = iter(tasks)
+        slots = [
+            asyncio.create_task(self._slot(worker, pending, sink))
+            for worker in self.workers
+            for _ in range(per_worker)
+        ]
+        try:
+            await asyncio.gather(*slots)
+        except BaseException:
+            for slot in slots:
+                slot.cancel()
+            await asyncio.gather(*slots, return_exceptions=True)
+            raise
+
+    async def _connect(self) -> RayCluster:
+        """Connect in a thread: the event loop stays free to hear Ctrl-C and SIGTERM."""
+        loop = asyncio.get_running_loop()
+        self._connecting = self._thread.submit(
+            connect,
+            self.options.ray_address,
+            working_dir=self.env.workflows.path.resolve().parent,
+        )
+        try:
+            self.cluster = await asyncio.wrap_future(self._connecting, loop=loop)
+        except (ConnectionError, RuntimeError, ValueError, TimeoutError) as exc:
+            where = self.options.ray_address or "a local Ray cluster"
+            raise DevallConnectionError(f"cannot start or join {where}: {exc}") from None
+        return self.cluster
+
+    async def _slot(self, worker: Any, pending: Iterator[BatchTask], sink: BatchSink) -> None:
+        """One task at a time on `worker` until no task is left or the worker died."""
+        import ray
+
+        for task in pending:
+            if sink.should_stop():
+                return
+            sink.task_started(task)
+            started = time.monotonic()
+            ref = worker.run.remote(
+                {"id": task.id, "task": task.task, "vars": dict(task.vars), "line": task.line}
+            )
+            if self.cluster is not None:
+                self.cluster.remember_processes(every_s=1.0)  # servers a worker started
+            try:
+                reply = await ref
+            except asyncio.CancelledError:
+                with contextlib.suppress(Exception):
+                    ray.cancel(ref)
+                sink.task_finished(_ended(task, "interrupted", self.env, started, "interrupted"))
+                raise
+            except ray.exceptions.RayActorError as exc:
+                message = f"the Ray worker running this task died: {_first_line(exc)}"
+                sink.task_finished(_ended(task, "failed", self.env, started, message))
+                return
+            except ray.exceptions.RayError as exc:
+                message = f"the Ray task failed: {_first_line(exc)}"
+                sink.task_finished(_ended(task, "failed", self.env, started, message))
+                continue
+            sink.task_finished(self._record(task, reply, started))
+
+    def _record(self, task: BatchTask, reply: dict[str, Any], started: float) -> TaskOutcome:
+        """Write the task's run directory from the worker's files; the outcome it reported."""
+        outcome = TaskOutcome.from_record(reply["outcome"])
+        files: FileList = reply.get("files") or []
+        if outcome.run_dir:
+            try:
+                write_tree(task_run_dir(self.env.batch_dir, task), files)
+            except OSError as exc:
+                message = f"cannot write the run directory {outcome.run_dir}: {exc.strerror or exc}"
+                return _ended(task, "failed", self.env, started, message)
+        return outcome
+
+    async def close(self) -> None:
+        """Stop the workers (their servers first), then leave or stop the cluster; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        await self.env.pool.close()
+        if self._connecting is not None and not self._connecting.done():
+            # ray.init cannot be interrupted: wait for it (a while), then undo it.
+            with contextlib.suppress(BaseException):
+                future = asyncio.wrap_future(self._connecting)
+                self.cluster = await asyncio.wait_for(future, CONNECT_WAIT_S)
+        try:
+            if self.cluster is not None:
+                try:
+                    await self._stop_workers()
+                finally:
+                    await asyncio.wrap_future(self._thread.submit(self.cluster.shutdown))
+        finally:
+            self._thread.stop()
+
+    async def _stop_workers(self) -> None:
+        import ray
+
+        replies = [worker.close.remote() for worker in self.workers]
+        done: list[Any] = []
+        with contextlib.suppress(TimeoutError):
+            done = await asyncio.wait_for(
+                asyncio.gather(*replies, return_exceptions=True), CLOSE_TIMEOUT_S
+            )
+        for number, logs in enumerate(done, start=1):
+            if isinstance(logs, list) and logs:
+                with contextlib.suppress(OSError):
+                    folder = self.env.batch_dir / SERVERS_DIR / f"worker-{number}"
+                    write_tree(folder, logs)
+        if self.cluster is not None:
+            self.cluster.remember_processes()
+        for worker in self.workers:
+            with contextlib.suppress(Exception):
+                ray.kill(worker)
+        self.workers = []
+
+
+def _ended(
+    task: BatchTask, status: str, env: TaskEnv, started: float, message: str
+) -> TaskOutcome:
+    """An outcome the driver writes itself (the worker could not say)."""
+    from devall_cli.errors import ExitCode
+
+    code = env.interrupt_code() if status == "interrupted" else int(ExitCode.FAILED)
+    return TaskOutcome(
+        id=task.id,
+        status=status,
+        error=message,
+        duration_ms=round((time.monotonic() - started) * 1000, 3),
+        tokens={"prompt": 0, "completion": 0, "total": 0},
+        run_dir="",
+        exit_code=code,
+    )
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+__all__ = ["RUNS_DIR", "RayExecutor", "plan_pool"]
