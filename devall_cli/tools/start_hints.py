@@ -45,9 +45,8 @@ def local_start_hint(settings: McpLocalConfig, error: DevallError, where: str) -
         )
     if status == "startup_timeout" and settings.wait_for_log:
         return (
-            f"no log line matched `wait_for_log: {settings.wait_for_log}` within "
-            f"{settings.startup_timeout:g} s: check the pattern against the server's log "
-            f"lines, or raise `startup_timeout:` in {where}"
+            "compare `wait_for_log:` with the server's log lines (servers/<id>.log of the run), "
+            f"or raise `startup_timeout:` in {where}"
         )
     return ""
 
