@@ -5,8 +5,9 @@ nodes), nodes get ranks by longest path, every edge gets a point on each rank it
 are doubled so that every edge has one, which carries its label), nodes are ordered in their
 rank by barycentres to cut crossings, and placed sideways as close to their neighbours as the
 spacing allows. A subgraph node is laid out first and drawn as a box holding its graph.
-Pure Python and iterative: a generated graph of thousands of nodes lays out in well under a
-second and never hits the recursion limit.
+Pure Python and iterative (never hits the recursion limit). The work grows with the number of
+ranks the edges cross: a workflow of a few dozen nodes takes milliseconds, a generated one of a
+hundred nodes with long edges back and forth about a second.
 """
 
 from __future__ import annotations
