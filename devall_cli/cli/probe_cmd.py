@@ -72,7 +72,7 @@ def probe_command(
     if len(given) != 1:
         raise UsageError("give exactly one of WORKFLOW, --url or --command")
     if workflow is not None:
-        loaded = load(workflow, var, env_file)
+        loaded = load(workflow, var, env_file, tools_only=True)
         targets = probe.workflow_targets(loaded)
         redactor = loaded.redactor
     else:

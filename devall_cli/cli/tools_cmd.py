@@ -66,7 +66,7 @@ def list_command(
     from devall_cli.tools.catalog import list_workflow_tools
     from devall_cli.tools.manager import ToolManager
 
-    loaded = load(workflow, var, env_file)
+    loaded = load(workflow, var, env_file, tools_only=True)
     redactor = loaded.redactor
 
     async def go() -> list[Any]:
@@ -140,7 +140,7 @@ def call_command(
     from devall_cli.tools.normalize import blocks_to_json
 
     arguments = _parse_args(args)
-    loaded = load(workflow, var, env_file)
+    loaded = load(workflow, var, env_file, tools_only=True)
     redactor = loaded.redactor
     run_id = new_run_id("tools-call")
     run_dir = default_run_dir(run_id)
