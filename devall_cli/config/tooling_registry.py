@@ -51,6 +51,9 @@ class ToolingType:
     base_name: Callable[[Any], str] = lambda settings: "tools"  # a readable source id
     cache_ttl: Callable[[Any], float] = lambda settings: math.inf  # seconds a listing is kept
     is_server: bool = True  # probed by `devall probe` (function tooling has no server)
+    # Set for a type that stands for several entries (one per server of an mcpServers file):
+    # the entries that replace it, each served by its own type.
+    expand: Callable[[ToolingConfig], tuple[ToolingConfig, ...]] | None = None
 
 
 _REGISTRY: dict[str, ToolingType] = {}
@@ -71,6 +74,7 @@ def register_tooling_type(tooling_type: ToolingType) -> None:
 def tooling_types() -> Mapping[str, ToolingType]:
     """Every registered tooling type by name (the built-in ones are always there)."""
     # The built-in types register themselves on import; importing here avoids an import cycle.
+    from devall_cli.config import mcp_config_tooling as _files  # noqa: F401
     from devall_cli.config import tooling_types as _builtin  # noqa: F401
 
     return dict(_REGISTRY)

@@ -4,7 +4,7 @@
     python resources_server.py --transport http --port 0  # streamable HTTP on a free port
 
 Over HTTP the server binds its socket first and then writes `resources server ready on port N`
-to stderr. With `--marker TEXT` every text it serves ends with TEXT (to tell servers apart).
+to stderr. With `--marker TEXT` (default: $RES_MARKER) every text it serves ends with TEXT.
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--transport", choices=["stdio", "http", "sse"], default="stdio")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--marker", default="")
+    parser.add_argument("--marker", default=os.environ.get("RES_MARKER", ""))
     args = parser.parse_args(argv)
     MARKER["text"] = args.marker
     if args.transport == "stdio":
