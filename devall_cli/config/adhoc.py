@@ -102,9 +102,13 @@ def _file_servers(
 ) -> tuple[list[tuple[str, ToolingConfig]], set[str]]:
     assert target.mcp_config is not None
     servers_file, ck = load_servers_file(
-        target.mcp_config, str(target.mcp_config), environ=environ, values=values
+        target.mcp_config,
+        str(target.mcp_config),
+        environ=environ,
+        values=values,
+        only=target.servers or None,
     )
-    known = list(servers_file.servers)
+    known = list(servers_file.names)
     if target.servers:
         unknown = [name for name in target.servers if name not in servers_file.servers]
         if unknown:

@@ -21,6 +21,7 @@ from typing import Any
 
 from devall_cli.config.mcp_servers import read_servers_file
 from devall_cli.config.model import ToolingConfig
+from devall_cli.config.placeholders import value_text
 from devall_cli.config.schema import Checker, KeySpec, check_keys, opt_str, opt_str_list
 from devall_cli.config.tooling_registry import ToolingType, register_tooling_type
 from devall_cli.config.yaml_source import KeyPath
@@ -54,9 +55,13 @@ def parse_mcp_config(
     if file is None:
         return None
     resolved = (ck.file_dir / os.path.expanduser(file.strip())).resolve()
-    values = dict(ck.scope.cli_vars) if ck.scope is not None else {}
+    values: dict[str, str] = {}
+    if ck.scope is not None:  # the workflow's vars, then --var, as for its own placeholders
+        values = {k: value_text(v) for k, v in ck.scope.vars.items()}
+        values.update(ck.scope.cli_vars)
+    shown = os.path.join(os.path.dirname(ck.scope.display), file) if ck.scope else file
     servers_file, file_ck, issues = read_servers_file(
-        resolved, file.strip(), environ=ck.environ, values=values
+        resolved, shown, environ=ck.environ, values=values, only=wanted
     )
     ck.issues.extend(issues)
     if file_ck is not None:
@@ -68,7 +73,7 @@ def parse_mcp_config(
     if wanted is None:
         chosen = [n for n in servers_file.servers if n not in servers_file.disabled]
     else:
-        known = ", ".join(servers_file.servers) or "none"
+        known = ", ".join(servers_file.names) or "none"
         chosen = []
         for index, name in enumerate(wanted):
             if name in servers_file.servers:

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -61,8 +61,9 @@ class ServersFile:
     """The servers of one mcpServers file, by name in file order."""
 
     display: str
-    servers: Mapping[str, ToolingConfig]
+    servers: Mapping[str, ToolingConfig]  # the servers checked
     disabled: frozenset[str] = frozenset()
+    names: tuple[str, ...] = ()  # every server of the file, checked or not
 
 
 def read_servers_file(
@@ -71,23 +72,41 @@ def read_servers_file(
     *,
     environ: Mapping[str, str],
     values: Mapping[str, str] | None = None,
+    only: Collection[str] | None = None,
 ) -> tuple[ServersFile | None, Checker | None, list[ConfigIssue]]:
-    """(the file's servers, its checker with secrets, every issue); the file may not parse."""
+    """(the file's servers, its checker with secrets, every issue); the file may not parse.
+
+    With `only`, the other servers are listed by name but not checked (their placeholders may
+    stay unset).
+    """
     try:
         doc = _parse(path, display)
     except ConfigError as exc:
-        return None, None, exc.issues or [ConfigIssue(exc.message, file=display)]
+        issues = exc.issues or [ConfigIssue(exc.message, file=display)]
+        return None, None, [_as_json(issue) for issue in issues]
     ck = Checker(doc, workflow_dir=path.resolve().parent, environ=environ)
     lookup = _Lookup(path.resolve(), environ, values or {})
-    servers_file = _servers(ck, doc, lookup)
+    servers_file = _servers(ck, doc, lookup, only)
     return servers_file, ck, ck.issues
 
 
+def _as_json(issue: ConfigIssue) -> ConfigIssue:
+    """A parse error of the file speaks of JSON, which is what the file is meant to be."""
+    return replace(issue, message=issue.message.replace("invalid YAML", "invalid JSON", 1))
+
+
 def load_servers_file(
-    path: Path, display: str, *, environ: Mapping[str, str], values: Mapping[str, str]
+    path: Path,
+    display: str,
+    *,
+    environ: Mapping[str, str],
+    values: Mapping[str, str],
+    only: Collection[str] | None = None,
 ) -> tuple[ServersFile, Checker]:
     """The servers of a file, or a ConfigError carrying every issue."""
-    servers_file, ck, issues = read_servers_file(path, display, environ=environ, values=values)
+    servers_file, ck, issues = read_servers_file(
+        path, display, environ=environ, values=values, only=only
+    )
     if servers_file is None or ck is None or any(i.severity == "error" for i in issues):
         raise ConfigError.from_issues([i for i in issues if i.severity == "error"] or issues)
     return servers_file, ck
@@ -202,12 +221,16 @@ def _unresolved(placeholder: str) -> str:
     name = _PLACEHOLDER.fullmatch(placeholder)
     bare = name.group(2) if name else placeholder
     how = f"set {bare} in the environment or with --var {bare}=VALUE"
+    if placeholder.startswith("${env:"):
+        how = f"set {bare} in the environment"
     if placeholder.startswith("${input:"):
         how += " (devall does not prompt for VS Code inputs)"
     return f"unresolved placeholder {placeholder}: {how}"
 
 
-def _servers(ck: Checker, doc: SourceDocument, lookup: _Lookup) -> ServersFile | None:
+def _servers(
+    ck: Checker, doc: SourceDocument, lookup: _Lookup, only: Collection[str] | None
+) -> ServersFile | None:
     top: dict[str, Any] = doc.data
     keys = [key for key in ("mcpServers", "servers") if key in top]
     if not keys:
@@ -219,12 +242,16 @@ def _servers(ck: Checker, doc: SourceDocument, lookup: _Lookup) -> ServersFile |
         return None
     servers: dict[str, ToolingConfig] = {}
     disabled: set[str] = set()
+    names: list[str] = []
     for key in keys:
         block = get_mapping(ck, top[key], (key,), f"'{key}'")
         for name, raw in (block or {}).items():
             where: KeyPath = (key, name)
-            if name in servers:
+            if name in names:
                 ck.error(where, f"server '{name}' is defined twice", at_key=True)
+                continue
+            names.append(str(name))
+            if only is not None and name not in only:
                 continue
             entry = get_mapping(ck, raw, where, f"server '{name}'")
             if entry is None:
@@ -235,7 +262,7 @@ def _servers(ck: Checker, doc: SourceDocument, lookup: _Lookup) -> ServersFile |
             if tooling is not None:
                 servers[str(name)] = tooling
     ck.secrets.update(lookup.secrets)
-    return ServersFile(doc.file, servers, frozenset(disabled))
+    return ServersFile(doc.file, servers, frozenset(disabled), tuple(names))
 
 
 def _server(
