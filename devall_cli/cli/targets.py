@@ -131,14 +131,14 @@ def _only_with(anchor: object, option: str, **given: object) -> None:
 
 
 def target_workflow(
-    workflow: Path | None, target: Any, var: list[str] | None, env_file: Path | None
+    workflow: str | Path | None, target: Any, var: list[str] | None, env_file: Path | None
 ) -> Any:
     """The loaded workflow (tools only: no model settings needed), or the ad-hoc one."""
     given = [x for x in (workflow, target.url, target.command, target.mcp_config) if x is not None]
     if len(given) != 1:
         raise UsageError("give exactly one of WORKFLOW, --url, --command or --mcp-config")
     if workflow is not None:
-        return load(workflow, var, env_file, tools_only=True)
+        return load(Path(workflow), var, env_file, tools_only=True)
     from devall_cli.config.adhoc import adhoc_workflow
 
     values = parse_vars(var)
@@ -154,11 +154,11 @@ def target_workflow(
 
 
 def split_positionals(
-    workflow: Path | None, name: str | None, target: Any, what: str
-) -> tuple[Path | None, str]:
+    workflow: str | None, name: str | None, target: Any, what: str
+) -> tuple[str | None, str]:
     """`[WORKFLOW] NAME`: with an ad-hoc target the one positional argument is the NAME."""
     if target.given and name is None and workflow is not None:
-        return None, str(workflow)
+        return None, workflow
     if name is None:
         raise UsageError(f"missing argument {what}")
     return workflow, name
@@ -187,8 +187,9 @@ def _pairs(values: list[str], option: str) -> dict[str, str]:
     return pairs
 
 
+# Text, not a Path: with an ad-hoc target it is the tool name or URI (`memo://x` stays whole).
 OptionalWorkflowArg = Annotated[
-    Path | None,
+    str | None,
     typer.Argument(
         metavar="[WORKFLOW]", help="Path to the workflow YAML file (or an ad-hoc server option)."
     ),

@@ -229,6 +229,11 @@ def call_command(
 
 
 def _parse_args(text: str) -> dict[str, Any]:
+    return parse_arguments(text)
+
+
+def parse_arguments(text: str) -> dict[str, Any]:
+    """`--args JSON`: a JSON object, or a usage error."""
     from devall_cli.tools import json_limits
 
     try:
