@@ -191,6 +191,6 @@ def _pairs(values: list[str], option: str) -> dict[str, str]:
 OptionalWorkflowArg = Annotated[
     str | None,
     typer.Argument(
-        metavar="[WORKFLOW]", help="Path to the workflow YAML file (or an ad-hoc server option)."
+        metavar="WORKFLOW", help="Path to the workflow YAML file (or an ad-hoc server option)."
     ),
 ]
