@@ -207,11 +207,18 @@ def _help_hint() -> str:
     return f"try '{ctx.command_path if ctx is not None else 'devall'} --help'"
 
 
-def load(workflow: Path, var: list[str] | None, env_file: Path | None) -> Any:
-    """Load and validate a workflow for a command (warnings go to stderr)."""
+def load(
+    workflow: Path, var: list[str] | None, env_file: Path | None, *, tools_only: bool = False
+) -> Any:
+    """Load and validate a workflow for a command (warnings go to stderr).
+
+    `tools_only`: for listings and probes, which need no model settings.
+    """
     from devall_cli.config.loader import load_workflow
 
-    loaded = load_workflow(workflow, cli_vars=parse_vars(var), env_file=env_file)
+    loaded = load_workflow(
+        workflow, cli_vars=parse_vars(var), env_file=env_file, tools_only=tools_only
+    )
     STATE.mask = loaded.redactor.text
     console = stderr_console()
     for issue in loaded.warnings:

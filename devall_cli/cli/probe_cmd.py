@@ -10,12 +10,10 @@ import typer
 
 from devall_cli.cli.app import app
 from devall_cli.cli.common import (
-    STATE,
     EnvFileOption,
     JsonOption,
     VarOption,
     error_boundary,
-    load,
     print_json,
     print_line,
     run_async,
@@ -23,8 +21,20 @@ from devall_cli.cli.common import (
     stdout_console,
 )
 from devall_cli.cli.completion import complete_workflow
-from devall_cli.errors import ExitCode, UsageError
-from devall_cli.redaction import Redactor, flag_secrets, is_secret_name, url_credentials
+from devall_cli.cli.targets import (
+    CommandOption,
+    CwdOption,
+    EnvOption,
+    HeaderOption,
+    McpConfigOption,
+    ServerOption,
+    StartupTimeoutOption,
+    UrlOption,
+    WaitForLogOption,
+    adhoc_target,
+    target_workflow,
+)
+from devall_cli.errors import ExitCode
 from devall_cli.text import visible
 
 
@@ -39,22 +49,6 @@ def probe_command(
             autocompletion=complete_workflow,
         ),
     ] = None,
-    url: Annotated[
-        str | None,
-        typer.Option("--url", metavar="URL", help="Probe one remote server at this URL instead."),
-    ] = None,
-    header: Annotated[
-        list[str] | None,
-        typer.Option("--header", metavar="'Name: value'", help="HTTP header for --url."),
-    ] = None,
-    command: Annotated[
-        str | None,
-        typer.Option("--command", metavar="'CMD ARG...'", help="Probe one local stdio server."),
-    ] = None,
-    wait_for_log: Annotated[
-        str | None,
-        typer.Option("--wait-for-log", metavar="REGEX", help="Readiness log line for --command."),
-    ] = None,
     timeout: Annotated[
         float,
         typer.Option(
@@ -67,6 +61,15 @@ def probe_command(
     json_output: JsonOption = False,
     var: VarOption = None,
     env_file: EnvFileOption = None,
+    url: UrlOption = None,
+    header: HeaderOption = None,
+    command: CommandOption = None,
+    env: EnvOption = None,
+    cwd: CwdOption = None,
+    wait_for_log: WaitForLogOption = None,
+    startup_timeout: StartupTimeoutOption = None,
+    mcp_config: McpConfigOption = None,
+    server: ServerOption = None,
 ) -> None:
     """Start or connect every distinct MCP server once, concurrently, and list its tools.
 
@@ -74,22 +77,22 @@ def probe_command(
     """
     from devall_cli.tools import probe
 
-    given = [x for x in (workflow, url, command) if x is not None]
-    if len(given) != 1:
-        raise UsageError("give exactly one of WORKFLOW, --url or --command")
-    if workflow is not None:
-        loaded = load(workflow, var, env_file)
-        targets = probe.workflow_targets(loaded)
-        redactor = loaded.redactor
-    else:
-        headers = _parse_headers(header or [])
-        redactor = adhoc_redactor(headers, url, command)
-        STATE.mask = redactor.text
-        if url is not None:
-            targets = [probe.adhoc_url_target(url, headers, timeout)]
-        else:
-            assert command is not None
-            targets = [probe.adhoc_command_target(command, wait_for_log, timeout)]
+    target = adhoc_target(
+        url=url,
+        header=header,
+        command=command,
+        env=env,
+        cwd=cwd,
+        wait_for_log=wait_for_log,
+        # an ad-hoc server has the whole probe to start or answer
+        startup_timeout=startup_timeout if startup_timeout is not None or not command else timeout,
+        mcp_config=mcp_config,
+        server=server,
+        timeout=timeout if url is not None else None,
+    )
+    loaded = target_workflow(workflow, target, var, env_file)
+    targets = probe.workflow_targets(loaded)
+    redactor = loaded.redactor
     reports = run_async(probe.probe_servers(targets, timeout=timeout))
     rows = [redactor.value(_row(r)) for r in reports]
     ok = all(r.ok for r in reports)
@@ -101,33 +104,6 @@ def probe_command(
         _print_table(rows)
     if not ok:
         raise typer.Exit(int(ExitCode.FAILED))
-
-
-def adhoc_redactor(headers: dict[str, str], url: str | None, command: str | None) -> Redactor:
-    """The secrets of an ad-hoc probe, by the same rule as a workflow's."""
-    import contextlib
-    import shlex
-
-    secrets = [value for name, value in headers.items() if is_secret_name(name)]
-    if url is not None:
-        secrets += url_credentials(url)
-    if command is not None:
-        # An unbalanced quote is reported when the command is parsed to be run.
-        with contextlib.suppress(ValueError):
-            secrets += flag_secrets(shlex.split(command))
-    return Redactor(secrets)
-
-
-def _parse_headers(values: list[str]) -> dict[str, str]:
-    headers: dict[str, str] = {}
-    for value in values:
-        name, sep, rest = value.partition(":")
-        if not sep or not name.strip():
-            raise typer.BadParameter(
-                f"expected 'Name: value', got {value!r}", param_hint="--header"
-            )
-        headers[name.strip()] = rest.strip()
-    return headers
 
 
 def _row(report: Any) -> dict[str, Any]:

@@ -14,9 +14,7 @@ from devall_cli.cli.common import (
     EnvFileOption,
     JsonOption,
     VarOption,
-    WorkflowArg,
     error_boundary,
-    load,
     print_json,
     print_line,
     run_async,
@@ -26,6 +24,21 @@ from devall_cli.cli.common import (
     write_product,
 )
 from devall_cli.cli.completion import complete_node, complete_tool
+from devall_cli.cli.targets import (
+    CommandOption,
+    CwdOption,
+    EnvOption,
+    HeaderOption,
+    McpConfigOption,
+    OptionalWorkflowArg,
+    ServerOption,
+    StartupTimeoutOption,
+    UrlOption,
+    WaitForLogOption,
+    adhoc_target,
+    split_positionals,
+    target_workflow,
+)
 from devall_cli.errors import ExitCode
 from devall_cli.text import clean_value, visible
 
@@ -52,7 +65,7 @@ def _parameters(schema: Any) -> str:
 @tools_app.command("list")
 @error_boundary
 def list_command(
-    workflow: WorkflowArg,
+    workflow: OptionalWorkflowArg = None,
     node: NodeOption = None,
     schema: Annotated[
         bool, typer.Option("--schema", help="Show each tool's input schema.")
@@ -60,6 +73,15 @@ def list_command(
     json_output: JsonOption = False,
     var: VarOption = None,
     env_file: EnvFileOption = None,
+    url: UrlOption = None,
+    header: HeaderOption = None,
+    command: CommandOption = None,
+    env: EnvOption = None,
+    cwd: CwdOption = None,
+    wait_for_log: WaitForLogOption = None,
+    startup_timeout: StartupTimeoutOption = None,
+    mcp_config: McpConfigOption = None,
+    server: ServerOption = None,
 ) -> None:
     """List each tool (final name after prefixes and filters) with its nodes and server.
 
@@ -70,7 +92,18 @@ def list_command(
     from devall_cli.tools.catalog import list_workflow_tools
     from devall_cli.tools.manager import ToolManager
 
-    loaded = load(workflow, var, env_file)
+    target = adhoc_target(
+        url=url,
+        header=header,
+        command=command,
+        env=env,
+        cwd=cwd,
+        wait_for_log=wait_for_log,
+        startup_timeout=startup_timeout,
+        mcp_config=mcp_config,
+        server=server,
+    )
+    loaded = target_workflow(workflow, target, var, env_file)
     redactor = loaded.redactor
 
     async def go() -> list[Any]:
@@ -123,13 +156,13 @@ def list_command(
 @tools_app.command("call")
 @error_boundary
 def call_command(
-    workflow: WorkflowArg,
+    workflow: OptionalWorkflowArg = None,
     tool: Annotated[
-        str,
+        str | None,
         typer.Argument(
             metavar="TOOL", help="Final tool name (with prefix).", autocompletion=complete_tool
         ),
-    ],
+    ] = None,
     args: Annotated[
         str, typer.Option("--args", metavar="JSON", help="Arguments as a JSON object.")
     ] = "{}",
@@ -141,6 +174,15 @@ def call_command(
     json_output: JsonOption = False,
     var: VarOption = None,
     env_file: EnvFileOption = None,
+    url: UrlOption = None,
+    header: HeaderOption = None,
+    command: CommandOption = None,
+    env: EnvOption = None,
+    cwd: CwdOption = None,
+    wait_for_log: WaitForLogOption = None,
+    startup_timeout: StartupTimeoutOption = None,
+    mcp_config: McpConfigOption = None,
+    server: ServerOption = None,
 ) -> None:
     """Call one tool as a node would, and print its normalized result.
 
@@ -155,7 +197,19 @@ def call_command(
     from devall_cli.tools.normalize import blocks_to_json
 
     arguments = _parse_args(args)
-    loaded = load(workflow, var, env_file)
+    target = adhoc_target(
+        url=url,
+        header=header,
+        command=command,
+        env=env,
+        cwd=cwd,
+        wait_for_log=wait_for_log,
+        startup_timeout=startup_timeout,
+        mcp_config=mcp_config,
+        server=server,
+    )
+    workflow, tool = split_positionals(workflow, tool, target, "TOOL")
+    loaded = target_workflow(workflow, target, var, env_file)
     redactor = loaded.redactor
     run_id = new_run_id("tools-call")
     run_dir = out if out is not None else default_run_dir(run_id)
@@ -198,6 +252,11 @@ def _from_cwd(block: dict[str, Any], run_dir: Path) -> dict[str, Any]:
 
 
 def _parse_args(text: str) -> dict[str, Any]:
+    return parse_arguments(text)
+
+
+def parse_arguments(text: str) -> dict[str, Any]:
+    """`--args JSON`: a JSON object, or a usage error."""
     from devall_cli.tools import json_limits
 
     try:

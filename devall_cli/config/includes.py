@@ -51,6 +51,7 @@ class LoadScope:
     dotenv: Mapping[str, str] = EMPTY
     vars: Mapping[str, Any] = EMPTY  # resolved `vars` of this file laid over inherited ones
     depth: int = 0  # how many subgraphs (inline or file) enclose what is being read
+    tools_only: bool = False  # only tooling needs its placeholders (listings, probes)
     budget: LoadBudget = field(default_factory=LoadBudget, compare=False)
 
     @classmethod
@@ -62,6 +63,7 @@ class LoadScope:
         cli_vars: Mapping[str, str],
         environ: Mapping[str, str],
         dotenv: Mapping[str, str],
+        tools_only: bool = False,
     ) -> LoadScope:
         """The scope of the workflow file devall was given."""
         return cls(
@@ -73,6 +75,7 @@ class LoadScope:
             cli_vars=cli_vars,
             environ=environ,
             dotenv=dotenv,
+            tools_only=tools_only,
         )
 
     def nested(self) -> LoadScope:
@@ -228,6 +231,7 @@ def resolve_document(
         dotenv=scope.dotenv,
         inherited=scope.vars,
         budget=scope.budget.expansion,
+        deferred=_outside_tooling if scope.tools_only else None,
     )
     own = resolver.resolve_vars()
     resolved = {key: resolver.resolve_tree(value, (key,)) for key, value in body.items()}
@@ -237,6 +241,11 @@ def resolve_document(
     seen = {**scope.vars, **{k: v for k, v in own.items() if v is not UNRESOLVED}}
     ck.scope = replace(scope, vars=seen)
     return own, resolved
+
+
+def _outside_tooling(path: KeyPath) -> bool:
+    """Whether a value lies outside every `tooling` block (a listing does not need it)."""
+    return "tooling" not in path
 
 
 def vars_block(ck: Checker, top: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -36,10 +36,15 @@ def load_workflow(
     cli_vars: Mapping[str, str] | None = None,
     env_file: str | Path | None = None,
     environ: Mapping[str, str] | None = None,
+    tools_only: bool = False,
 ) -> Workflow:
-    """The validated workflow; raises ConfigError carrying every issue when it has errors."""
+    """The validated workflow; raises ConfigError carrying every issue when it has errors.
+
+    `tools_only`: placeholders outside `tooling` blocks (model settings) may stay unresolved;
+    such a workflow serves listings and probes, never a run.
+    """
     workflow, issues = validate_workflow(
-        path, cli_vars=cli_vars, env_file=env_file, environ=environ
+        path, cli_vars=cli_vars, env_file=env_file, environ=environ, tools_only=tools_only
     )
     if workflow is None:
         raise ConfigError.from_issues(issues)
@@ -52,6 +57,7 @@ def validate_workflow(
     cli_vars: Mapping[str, str] | None = None,
     env_file: str | Path | None = None,
     environ: Mapping[str, str] | None = None,
+    tools_only: bool = False,
 ) -> tuple[Workflow | None, list[ConfigIssue]]:
     """(workflow or None, every issue: errors and warnings); never raises ConfigError."""
     display = str(path)
@@ -67,6 +73,7 @@ def validate_workflow(
         cli_vars=dict(cli_vars or {}),
         env_file=Path(env_file) if env_file is not None else None,
         environ=os.environ if environ is None else environ,
+        tools_only=tools_only,
     )
 
 
@@ -77,12 +84,18 @@ def _build(
     cli_vars: dict[str, str],
     env_file: Path | None,
     environ: Mapping[str, str],
+    tools_only: bool = False,
 ) -> tuple[Workflow | None, list[ConfigIssue]]:
     top: dict[str, Any] = doc.data
     ck = Checker(doc, workflow_dir=file_path.parent, environ=environ)
     dotenv = load_dotenv_files(file_path.parent, Path.cwd(), env_file)
     ck.scope = LoadScope.top(
-        file_path, doc.file, cli_vars=cli_vars, environ=environ, dotenv=dotenv.values
+        file_path,
+        doc.file,
+        cli_vars=cli_vars,
+        environ=environ,
+        dotenv=dotenv.values,
+        tools_only=tools_only,
     )
     check_keys(ck, top, (), TOP_KEYS)
     body = {key: value for key, value in top.items() if key != "vars"}

@@ -146,6 +146,7 @@ class ToolingConfig:
     config: Any  # that type's settings object (McpRemoteConfig, McpLocalConfig, ...)
     prefix: str | None = None
     path: str = ""  # e.g. graph.nodes[1].config.tooling[0]
+    name: str | None = None  # a readable source id (a server's name in an mcpServers file)
 
     def final_name(self, name: str) -> str:
         """The tool name the model sees: `<prefix>_<name>`, or `name` without a prefix."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -178,6 +178,7 @@ class PlaceholderResolver:
         dotenv: Mapping[str, str] | None = None,
         inherited: Mapping[str, Any] | None = None,
         budget: ExpansionBudget | None = None,
+        deferred: Callable[[KeyPath], bool] | None = None,
     ) -> None:
         self._vars = dict(vars_block or {})
         self._inherited = dict(inherited or {})  # resolved already, by the including file
@@ -195,6 +196,10 @@ class PlaceholderResolver:
         self.secrets: set[str] = set()
         # (path, message, severity) of every problem found while walking trees
         self.issues: list[tuple[KeyPath, str, str]] = []
+        # Paths whose unresolved placeholders are not errors (`tools list` needs no model
+        # settings); a `vars` entry's failure is reported once a needed path refers to it.
+        self._deferred = deferred
+        self._held: list[tuple[KeyPath, str, str]] = []
 
     # --- public ------------------------------------------------------------------------
 
@@ -260,12 +265,16 @@ class PlaceholderResolver:
             return text, True
         if parse_template(text)[1]:
             self.issues.append((path, _MALFORMED, "warning"))
+        deferred = self._deferred is not None and self._deferred(path)
         try:
             return self._resolve_template(text, 0), True
         except _ReportedElsewhere:
+            if not deferred:  # a needed value refers to a `vars` entry that failed
+                self.issues += self._held
+                self._held = []
             return UNRESOLVED, False
         except PlaceholderError as exc:
-            self.issues.append((path, exc.message, "error"))
+            (self._held if deferred else self.issues).append((path, exc.message, "error"))
             return UNRESOLVED, False
 
     def _resolve_var(self, name: str) -> Any:

@@ -57,6 +57,9 @@ class ToolingType:
     is_server: bool = True  # probed by `devall probe` (function tooling has no server)
     # How to fix a source that did not start: (settings, error, where its config is) -> hint.
     start_hint: Callable[[Any, Any, str], str] = lambda settings, error, where: ""
+    # Set for a type that stands for several entries (one per server of an mcpServers file):
+    # the entries that replace it, each served by its own type.
+    expand: Callable[[ToolingConfig], tuple[ToolingConfig, ...]] | None = None
 
 
 _REGISTRY: dict[str, ToolingType] = {}
@@ -77,6 +80,7 @@ def register_tooling_type(tooling_type: ToolingType) -> None:
 def tooling_types() -> Mapping[str, ToolingType]:
     """Every registered tooling type by name (the built-in ones are always there)."""
     # The built-in types register themselves on import; importing here avoids an import cycle.
+    from devall_cli.config import mcp_config_tooling as _files  # noqa: F401
     from devall_cli.config import tooling_types as _builtin  # noqa: F401
 
     return dict(_REGISTRY)

@@ -30,6 +30,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from fastmcp import Client
+from mcp import MCPError
 
 from devall_cli.errors import (
     DevallConnectionError,
@@ -195,6 +196,23 @@ class McpSessionSource:
             error_class=error_class,
             duration_ms=duration_ms,
         )
+
+    async def request(self, operation: Callable[[Client[Any]], Awaitable[T]]) -> T:
+        """Another request on the session (resources, prompts), bounded by the request timeout.
+
+        The server's JSON-RPC error answer comes out as the SDK's MCPError, for the caller to
+        word; every other failure as a DevallError.
+        """
+        async with self._limiter:
+            client, _ = await self._session()
+            try:
+                return await _bounded(_awaited(operation(client)), self.request_timeout)
+            except MCPError as exc:
+                if is_session_lost(exc):
+                    raise self._failure(exc, "list") from exc
+                raise
+            except Exception as exc:
+                raise self._failure(exc, "list") from exc
 
     def _check_unique(self, names: list[str]) -> None:
         """Two tools under one name break the protocol: a call could not say which one it means."""
@@ -397,6 +415,10 @@ def _refuse_too_deep(result: mcp_types.CallToolResult, name: str) -> ToolResult 
         text = f"tool '{name}' returned an invalid result: the response {exc}"
         return error_result(text, tool_name=name, error_class="invalid_result")
     return None
+
+
+async def _awaited(awaitable: Awaitable[T]) -> T:
+    return await awaitable
 
 
 async def _bounded(request: Coroutine[Any, Any, T], limit: float) -> T:

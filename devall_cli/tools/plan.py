@@ -52,7 +52,7 @@ class WorkflowPlan:
 
 def _base_name(tooling: ToolingConfig) -> str:
     """A short readable id for a source: prefix, script name, or host and port."""
-    name = tooling.prefix or tooling_type(tooling).base_name(tooling.config)
+    name = tooling.name or tooling.prefix or tooling_type(tooling).base_name(tooling.config)
     return re.sub(r"[^A-Za-z0-9_.:-]+", "-", name).strip("-.:") or "server"
 
 
@@ -63,7 +63,7 @@ def plan_sources(workflow: Workflow) -> WorkflowPlan:
     tooling_of: dict[str, tuple[ToolingConfig, ...]] = {}
     used: set[str] = set()
     for path, node in walk_nodes(workflow.graph):
-        entries_of_node = node_tooling(node)
+        entries_of_node = expand_tooling(node_tooling(node))
         tooling_of[path] = entries_of_node
         for index, tooling in enumerate(entries_of_node):
             identity = tooling.config.identity()
@@ -75,6 +75,15 @@ def plan_sources(workflow: Workflow) -> WorkflowPlan:
                 plan.nodes.append(path)
             entries[(path, index)] = plan.id
     return WorkflowPlan(list(by_identity.values()), entries, tooling_of)
+
+
+def expand_tooling(entries: tuple[ToolingConfig, ...]) -> tuple[ToolingConfig, ...]:
+    """The entries with each one of an expanding type (`mcp_config`) replaced by its parts."""
+    out: list[ToolingConfig] = []
+    for entry in entries:
+        expand = tooling_type(entry).expand
+        out.extend(expand(entry) if expand is not None else (entry,))
+    return tuple(out)
 
 
 def _unique(name: str, used: set[str]) -> str:

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import shlex
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from devall_cli.config.model import McpLocalConfig, McpRemoteConfig, ToolingConfig, Workflow
+from devall_cli.config.model import Workflow
 from devall_cli.errors import DevallError, ProtocolError, ServerStartError, ServerUnreachableError
 from devall_cli.tools.plan import (
     SourceContext,
@@ -44,21 +43,6 @@ class ProbeReport:
 def workflow_targets(workflow: Workflow) -> list[SourcePlan]:
     """The MCP servers a workflow declares (function tooling has no server to probe)."""
     return [p for p in plan_sources(workflow).sources if tooling_type(p.tooling).is_server]
-
-
-def adhoc_url_target(url: str, headers: Mapping[str, str], timeout: float) -> SourcePlan:
-    """A remote server given on the command line."""
-    config = McpRemoteConfig(server=url, headers=dict(headers), timeout=timeout)
-    return SourcePlan("remote", "mcp_remote", ToolingConfig("mcp_remote", config))
-
-
-def adhoc_command_target(command: str, wait_for_log: str | None, timeout: float) -> SourcePlan:
-    """A local server given on the command line as one shell-quoted string."""
-    argv = shlex.split(command)
-    config = McpLocalConfig(
-        command=argv[0], args=tuple(argv[1:]), wait_for_log=wait_for_log, startup_timeout=timeout
-    )
-    return SourcePlan("local", "mcp_local", ToolingConfig("mcp_local", config))
 
 
 async def probe_servers(

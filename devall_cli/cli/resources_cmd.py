@@ -1,0 +1,276 @@
+"""`devall resources list|templates|read`: the resources of a workflow's MCP servers, or ad hoc."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from devall_cli.cli.app import app
+from devall_cli.cli.common import (
+    EnvFileOption,
+    JsonOption,
+    VarOption,
+    error_boundary,
+    print_json,
+    print_line,
+    run_async,
+    shown,
+    stderr_console,
+    stdout_console,
+    write_product,
+)
+from devall_cli.cli.targets import (
+    CommandOption,
+    CwdOption,
+    EnvOption,
+    HeaderOption,
+    McpConfigOption,
+    OptionalWorkflowArg,
+    ServerOption,
+    StartupTimeoutOption,
+    UrlOption,
+    WaitForLogOption,
+    adhoc_target,
+    split_positionals,
+    target_workflow,
+)
+
+T = TypeVar("T")
+
+resources_app = typer.Typer(
+    help="List and read the resources of a workflow's MCP servers (or of one ad-hoc server).",
+    no_args_is_help=True,
+)
+app.add_typer(resources_app, name="resources")
+
+NodeOption = Annotated[
+    str | None, typer.Option("--node", metavar="ID", help="Only this node's servers.")
+]
+
+
+def on_servers(
+    loaded: Any,
+    node: str | None,
+    work: Callable[[list[Any], Any], Awaitable[T]],
+    *,
+    run_id_prefix: str | None = None,
+) -> tuple[T, Path | None]:
+    """Start the selected servers, run `work(servers, store)`, close them; (result, run dir)."""
+    from devall_cli.tools.mcp_extras import open_servers
+    from devall_cli.tools.plan import SourceContext
+
+    store: Any = None
+    run_dir: Path | None = None
+    run_id = ""
+    if run_id_prefix is not None:
+        from devall_cli.engine.runner import new_run_id
+        from devall_cli.tools.attachments import AttachmentStore
+        from devall_cli.tools.catalog import default_run_dir
+
+        run_id = new_run_id(run_id_prefix)
+        run_dir = default_run_dir(run_id)
+        store = AttachmentStore(run_dir)
+    ctx = SourceContext(
+        run_id=run_id,
+        run_dir=run_dir,
+        workflow_dir=loaded.directory,
+        store=store,
+        redact=loaded.redactor.text,
+    )
+
+    async def go() -> T:
+        async with open_servers(loaded, node, ctx) as servers:
+            return await work(servers, store)
+
+    return run_async(go()), run_dir
+
+
+def print_listing(
+    rows: list[dict[str, Any]],
+    missing: list[str],
+    columns: list[tuple[str, str]],
+    json_output: bool,
+    redactor: Any,
+    what: str,
+) -> None:
+    """A listing as a table (columns: (header, key)) or as JSON; servers without any named."""
+    from rich.table import Table
+
+    if json_output:
+        print_json(redactor.value(rows))
+    else:
+        table = Table(*(header for header, _ in columns))
+        for row in rows:
+            cells = [_cell(row.get(key), redactor) for _, key in columns]
+            table.add_row(*(shown(cell) for cell in cells))
+        stdout_console().print(table)
+    console = stderr_console()
+    for server in missing:
+        print_line(console, f"devall: note: server '{server}' does not offer {what}")
+    if not rows:
+        print_line(console, f"devall: no {what} found")
+
+
+def _cell(value: Any, redactor: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, list):  # prompt arguments
+        return ", ".join(
+            f"{a.get('name', '')}{'*' if a.get('required') else ''}" for a in value
+        )
+    text = redactor.text(str(value)).strip().splitlines()
+    return text[0] if text else ""
+
+
+def print_blocks(
+    blocks: list[dict[str, Any]], run_dir: Path | None, redactor: Any, labels: list[str]
+) -> None:
+    """The product: text as it is, attachments as saved paths, data as JSON (label: prefix)."""
+    import json
+
+    lines: list[str] = []
+    for block, label in zip(blocks, labels, strict=True):
+        prefix = f"{label}: " if label else ""
+        if block["type"] == "text":
+            lines.append(prefix + redactor.text(block["text"]))
+        elif block["type"] == "attachment":
+            path = (run_dir or Path()) / block["path"]
+            lines.append(
+                f"{prefix}[{block['kind']} saved: {path} ({block['mime_type']}, "
+                f"{block['size']} bytes)]"
+            )
+        else:
+            lines.append(prefix + json.dumps(redactor.value(block["data"]), ensure_ascii=False))
+    # A text that ends its last line keeps it so: `resources read` copies a file exactly.
+    write_product("".join(line if line.endswith("\n") else line + "\n" for line in lines))
+
+
+@resources_app.command("list")
+@error_boundary
+def list_command(
+    workflow: OptionalWorkflowArg = None,
+    node: NodeOption = None,
+    json_output: JsonOption = False,
+    var: VarOption = None,
+    env_file: EnvFileOption = None,
+    url: UrlOption = None,
+    header: HeaderOption = None,
+    command: CommandOption = None,
+    env: EnvOption = None,
+    cwd: CwdOption = None,
+    wait_for_log: WaitForLogOption = None,
+    startup_timeout: StartupTimeoutOption = None,
+    mcp_config: McpConfigOption = None,
+    server: ServerOption = None,
+) -> None:
+    """List the resources each server offers (resources/list)."""
+    _listing(locals(), "resources")
+
+
+@resources_app.command("templates")
+@error_boundary
+def templates_command(
+    workflow: OptionalWorkflowArg = None,
+    node: NodeOption = None,
+    json_output: JsonOption = False,
+    var: VarOption = None,
+    env_file: EnvFileOption = None,
+    url: UrlOption = None,
+    header: HeaderOption = None,
+    command: CommandOption = None,
+    env: EnvOption = None,
+    cwd: CwdOption = None,
+    wait_for_log: WaitForLogOption = None,
+    startup_timeout: StartupTimeoutOption = None,
+    mcp_config: McpConfigOption = None,
+    server: ServerOption = None,
+) -> None:
+    """List the resource templates each server offers (resources/templates/list)."""
+    _listing(locals(), "templates")
+
+
+_ADHOC_KEYS = (
+    "url",
+    "header",
+    "command",
+    "env",
+    "cwd",
+    "wait_for_log",
+    "startup_timeout",
+    "mcp_config",
+    "server",
+)
+
+
+def target_of(options: dict[str, Any]) -> Any:
+    """The ad-hoc target of a command's options (its locals)."""
+    return adhoc_target(**{key: options[key] for key in _ADHOC_KEYS})
+
+
+def _listing(options: dict[str, Any], what: str) -> None:
+    from devall_cli.tools.mcp_extras import list_items
+
+    loaded = target_workflow(
+        options["workflow"], target_of(options), options["var"], options["env_file"]
+    )
+
+    async def work(servers: list[Any], store: Any) -> Any:
+        return await list_items(servers, what)  # type: ignore[arg-type]
+
+    listed, _ = on_servers(loaded, options["node"], work)
+    if what == "resources":
+        columns = [("server", "server"), ("uri", "uri"), ("name", "name")]
+    else:
+        columns = [("server", "server"), ("uri template", "uriTemplate"), ("name", "name")]
+    columns += [("mime type", "mimeType"), ("description", "description")]
+    label = "resources" if what == "resources" else "resource templates"
+    print_listing(
+        listed.rows, listed.missing, columns, options["json_output"], loaded.redactor, label
+    )
+
+
+@resources_app.command("read")
+@error_boundary
+def read_command(
+    workflow: OptionalWorkflowArg = None,
+    uri: Annotated[str | None, typer.Argument(metavar="URI", help="The resource's URI.")] = None,
+    node: NodeOption = None,
+    json_output: JsonOption = False,
+    var: VarOption = None,
+    env_file: EnvFileOption = None,
+    url: UrlOption = None,
+    header: HeaderOption = None,
+    command: CommandOption = None,
+    env: EnvOption = None,
+    cwd: CwdOption = None,
+    wait_for_log: WaitForLogOption = None,
+    startup_timeout: StartupTimeoutOption = None,
+    mcp_config: McpConfigOption = None,
+    server: ServerOption = None,
+) -> None:
+    """Read one resource (resources/read): text is printed, binary contents are saved.
+
+    Binary contents are saved under logs/<run-id>/attachments/. Exit 1 if the server refused.
+    """
+    from devall_cli.tools.mcp_extras import read_resource
+    from devall_cli.tools.normalize import blocks_to_json
+
+    target = target_of(locals())
+    workflow, uri = split_positionals(workflow, uri, target, "URI")
+    loaded = target_workflow(workflow, target, var, env_file)
+
+    async def work(servers: list[Any], store: Any) -> Any:
+        return await read_resource(servers, uri, store)
+
+    contents, run_dir = on_servers(loaded, node, work, run_id_prefix="resources-read")
+    blocks = blocks_to_json(contents.blocks)
+    if json_output:
+        document = {"uri": uri, "server": contents.server, "contents": blocks}
+        if run_dir is not None and any(b["type"] == "attachment" for b in blocks):
+            document["run_dir"] = str(run_dir)
+        print_json(loaded.redactor.value(document))
+        return
+    print_blocks(blocks, run_dir, loaded.redactor, [""] * len(blocks))

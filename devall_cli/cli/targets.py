@@ -1,0 +1,199 @@
+"""The target of the inspection commands: a workflow, or servers named on the command line.
+
+`tools list|call`, `resources ...`, `prompts ...` and `probe` take a WORKFLOW or one of
+`--url`, `--command`, `--mcp-config`; the options are defined here once.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from devall_cli.cli.common import STATE, load, parse_vars
+from devall_cli.cli.completion import complete_workflow
+from devall_cli.errors import UsageError
+
+PANEL = "Ad-hoc server (instead of WORKFLOW)"
+
+UrlOption = Annotated[
+    str | None,
+    typer.Option(
+        "--url", metavar="URL", help="A remote server at this URL.", rich_help_panel=PANEL
+    ),
+]
+HeaderOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--header", metavar="'Name: value'", help="HTTP header for --url.", rich_help_panel=PANEL
+    ),
+]
+CommandOption = Annotated[
+    str | None,
+    typer.Option(
+        "--command",
+        metavar="'CMD ARG...'",
+        help="A local stdio server started with this command line.",
+        rich_help_panel=PANEL,
+    ),
+]
+EnvOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--env", metavar="NAME=VALUE", help="Environment for --command.", rich_help_panel=PANEL
+    ),
+]
+CwdOption = Annotated[
+    str | None,
+    typer.Option(
+        "--cwd", metavar="DIR", help="Working folder for --command.", rich_help_panel=PANEL
+    ),
+]
+WaitForLogOption = Annotated[
+    str | None,
+    typer.Option(
+        "--wait-for-log",
+        metavar="REGEX",
+        help="Readiness log line for --command.",
+        rich_help_panel=PANEL,
+    ),
+]
+StartupTimeoutOption = Annotated[
+    float | None,
+    typer.Option(
+        "--startup-timeout",
+        min=0.1,
+        metavar="SECONDS",
+        help="Startup bound for --command (default 10).",
+        rich_help_panel=PANEL,
+    ),
+]
+McpConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--mcp-config",
+        metavar="FILE",
+        help="The servers of an mcpServers file (Claude Desktop, Cursor, VS Code, Windsurf).",
+        rich_help_panel=PANEL,
+    ),
+]
+ServerOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--server",
+        metavar="NAME",
+        help="Only this server of --mcp-config (repeatable).",
+        rich_help_panel=PANEL,
+    ),
+]
+
+
+def adhoc_target(
+    *,
+    url: str | None = None,
+    header: list[str] | None = None,
+    command: str | None = None,
+    env: list[str] | None = None,
+    cwd: str | None = None,
+    wait_for_log: str | None = None,
+    startup_timeout: float | None = None,
+    mcp_config: Path | None = None,
+    server: list[str] | None = None,
+    timeout: float | None = None,
+) -> Any:
+    """The ad-hoc options as an AdhocTarget; options of another kind of target are refused."""
+    from devall_cli.config.adhoc import AdhocTarget
+
+    _only_with(url, "--url", header=header)
+    _only_with(command, "--command", env=env, cwd=cwd, wait_for_log=wait_for_log)
+    _only_with(command, "--command", startup_timeout=startup_timeout)
+    _only_with(mcp_config, "--mcp-config", server=server)
+    return AdhocTarget(
+        url=url,
+        headers=parse_headers(header or []),
+        command=command,
+        env=_pairs(env or [], "--env"),
+        cwd=cwd,
+        wait_for_log=wait_for_log,
+        startup_timeout=startup_timeout,
+        timeout=timeout,
+        mcp_config=mcp_config,
+        servers=tuple(server or ()),
+    )
+
+
+def _only_with(anchor: object, option: str, **given: object) -> None:
+    for name, value in given.items():
+        if value and anchor is None:
+            flag = "--" + name.replace("_", "-")
+            raise UsageError(f"{flag} goes with {option}")
+
+
+def target_workflow(
+    workflow: str | Path | None, target: Any, var: list[str] | None, env_file: Path | None
+) -> Any:
+    """The loaded workflow (tools only: no model settings needed), or the ad-hoc one."""
+    given = [x for x in (workflow, target.url, target.command, target.mcp_config) if x is not None]
+    if len(given) != 1:
+        raise UsageError("give exactly one of WORKFLOW, --url, --command or --mcp-config")
+    if workflow is not None:
+        return load(Path(workflow), var, env_file, tools_only=True)
+    from devall_cli.config.adhoc import adhoc_workflow
+
+    values = parse_vars(var)
+    environ = dict(os.environ)
+    if target.mcp_config is not None:
+        from devall_cli.config.dotenv import load_dotenv_files
+
+        dotenv = load_dotenv_files(target.mcp_config.resolve().parent, Path.cwd(), env_file)
+        environ = {**dotenv.values, **environ}
+    loaded = adhoc_workflow(target, environ=environ, values=values)
+    STATE.mask = loaded.redactor.text
+    return loaded
+
+
+def split_positionals(
+    workflow: str | None, name: str | None, target: Any, what: str
+) -> tuple[str | None, str]:
+    """`[WORKFLOW] NAME`: with an ad-hoc target the one positional argument is the NAME."""
+    if target.given and name is None and workflow is not None:
+        return None, workflow
+    if name is None:
+        raise UsageError(f"missing argument {what}")
+    return workflow, name
+
+
+def parse_headers(values: list[str]) -> dict[str, str]:
+    """`--header 'Name: value'` flags as a mapping."""
+    headers: dict[str, str] = {}
+    for value in values:
+        name, sep, rest = value.partition(":")
+        if not sep or not name.strip():
+            raise typer.BadParameter(
+                f"expected 'Name: value', got {value!r}", param_hint="--header"
+            )
+        headers[name.strip()] = rest.strip()
+    return headers
+
+
+def _pairs(values: list[str], option: str) -> dict[str, str]:
+    pairs: dict[str, str] = {}
+    for value in values:
+        name, sep, rest = value.partition("=")
+        if not sep or not name.strip():
+            raise typer.BadParameter(f"expected NAME=VALUE, got {value!r}", param_hint=option)
+        pairs[name.strip()] = rest
+    return pairs
+
+
+# Text, not a Path: with an ad-hoc target it is the tool name or URI (`memo://x` stays whole).
+OptionalWorkflowArg = Annotated[
+    str | None,
+    typer.Argument(
+        metavar="WORKFLOW",
+        help="Path to the workflow YAML file (or an ad-hoc server option).",
+        autocompletion=complete_workflow,
+    ),
+]
