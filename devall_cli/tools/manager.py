@@ -17,6 +17,7 @@ from devall_cli.config.model import Workflow
 from devall_cli.errors import ConfigError, ConfigIssue, DevallError
 from devall_cli.node_paths import declared_path
 from devall_cli.tools.base import (
+    AuthNotice,
     RawTool,
     ServerInfo,
     TextBlock,
@@ -108,6 +109,8 @@ class ToolManager:
             on_restart=self._on_restart,
             redact=self._redact,
             import_functions=import_functions,
+            on_auth=self._on_auth,
+            reveal=workflow.redactor.add,
         )
         self._sources: dict[str, ToolSource] = {}
         self._infos: dict[str, ServerInfo] = {}
@@ -120,6 +123,10 @@ class ToolManager:
     def _on_log(self, source_id: str, line: str) -> None:
         if self._events is not None:
             self._events.server_log(source_id, line)
+
+    def _on_auth(self, source_id: str, notice: AuthNotice) -> None:
+        if self._events is not None:
+            self._events.server_auth(source_id, notice)
 
     def _on_restart(self, source_id: str, attempt: int) -> None:
         if self._events is not None:
