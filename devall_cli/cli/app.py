@@ -49,7 +49,7 @@ def main_callback(
 
 # Commands register themselves on import (one module per command).
 # (each command module adds one import line here)
-from devall_cli.cli import probe_cmd, run_cmd, tools_cmd, validate_cmd  # noqa: E402,F401
+from devall_cli.cli import auth_cmd, probe_cmd, run_cmd, tools_cmd, validate_cmd  # noqa: E402,F401
 
 
 def main() -> None:

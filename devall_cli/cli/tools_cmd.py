@@ -10,6 +10,7 @@ import typer
 from rich.text import Text
 
 from devall_cli.cli.app import app
+from devall_cli.cli.auth_cmd import print_auth_notice
 from devall_cli.cli.common import (
     EnvFileOption,
     JsonOption,
@@ -71,7 +72,9 @@ def list_command(
 
     async def go() -> list[Any]:
         # Listing reads function modules from their source: no user code runs.
-        async with ToolManager(loaded, import_functions=False) as manager:
+        async with ToolManager(
+            loaded, import_functions=False, on_auth=print_auth_notice
+        ) as manager:
             return await list_workflow_tools(manager, node)
 
     rows = run_async(go())
@@ -146,7 +149,9 @@ def call_command(
     run_dir = default_run_dir(run_id)
 
     async def go() -> Any:
-        async with ToolManager(loaded, run_id=run_id, run_dir=run_dir) as manager:
+        async with ToolManager(
+            loaded, run_id=run_id, run_dir=run_dir, on_auth=print_auth_notice
+        ) as manager:
             return await call_workflow_tool(manager, tool, arguments, node)
 
     outcome = run_async(go())

@@ -17,6 +17,7 @@ from devall_cli.config.model import Workflow
 from devall_cli.errors import ConfigError, ConfigIssue, DevallError
 from devall_cli.node_paths import declared_path
 from devall_cli.tools.base import (
+    AuthCallback,
     AuthNotice,
     RawTool,
     ServerInfo,
@@ -90,8 +91,10 @@ class ToolManager:
         events: ToolEvents | None = None,
         store: Any = None,
         import_functions: bool = True,
+        on_auth: AuthCallback | None = None,
     ) -> None:
         self.workflow = workflow
+        self._auth_fallback = on_auth  # OAuth steps when there is no event bus (tools commands)
         self.plan = plan_sources(workflow)
         self._redact = workflow.redactor.text
         self._run_id = run_id
@@ -127,6 +130,8 @@ class ToolManager:
     def _on_auth(self, source_id: str, notice: AuthNotice) -> None:
         if self._events is not None:
             self._events.server_auth(source_id, notice)
+        elif self._auth_fallback is not None:
+            self._auth_fallback(source_id, notice)
 
     def _on_restart(self, source_id: str, attempt: int) -> None:
         if self._events is not None:

@@ -199,9 +199,8 @@ class DevallOAuth(OAuthClientProvider):
             return self._client_credentials_request()
         if self.redirect is None or (not self.interactive and self.redirect.settings.needs_person):
             raise AuthError(
-                f"{self.context.server_url} needs a sign-in in the browser; run "
-                f"`devall auth login --url {self.context.server_url}` (or auth login WORKFLOW) "
-                "first",
+                "needs a sign-in in the browser first: run `devall auth login WORKFLOW` (or "
+                f"`devall auth login --url {self.context.server_url}`)",
                 status="http_401",
             )
         try:

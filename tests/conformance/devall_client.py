@@ -29,6 +29,8 @@ TOOLS: dict[str, tuple[str, dict[str, Any]]] = {
     "sse-retry": ("test_reconnection", {}),
 }
 AUTH_TOOL = ("test-tool", {})
+# Scenarios whose server offers no tool: devall initializes and lists.
+LIST_ONLY = frozenset({"initialize"})
 
 
 def auth_config(scenario: str, context: dict[str, Any]) -> dict[str, Any]:
@@ -80,8 +82,11 @@ def main(argv: list[str]) -> int:
             CLIENT_SECRET=str(context.get("client_secret", "")),
             PRIVATE_KEY=str(context.get("private_key_pem", "")),
         )
-        command = [sys.executable, "-m", "devall_cli", "tools", "call", str(path), tool]
-        command += ["--args", json.dumps(arguments)]
+        command = [sys.executable, "-m", "devall_cli", "tools"]
+        if scenario in LIST_ONLY:  # a server without tools: initialize and list
+            command += ["list", str(path)]
+        else:
+            command += ["call", str(path), tool, "--args", json.dumps(arguments)]
         return subprocess.run(command, env=env, cwd=folder, check=False).returncode
 
 

@@ -286,3 +286,118 @@ def test_a_wrong_client_secret_fails_without_showing_it(serve: Any, tmp_path: Pa
     assert code == 4
     assert "not-the-right-secret-42" not in out + err
     assert "Traceback" not in err
+
+
+def invoke(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(app, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_a_token_a_server_sends_back_is_masked(
+    serve: Any, tmp_path: Path, _oauth_env: Path
+) -> None:
+    server = serve()
+    code, out, err = call(workflow(tmp_path, server.url), "leak")
+    assert code == 0, err
+    (access, _) = tokens_in(_oauth_env)
+    assert out == "your token: Bearer ***\n"
+    assert access not in out + err
+
+
+def test_login_list_and_logout(serve: Any, tmp_path: Path, _oauth_env: Path) -> None:
+    server = serve("--scopes", "tools")
+    path = workflow(tmp_path, server.url)
+    code, out, err = invoke("auth", "login", str(path))
+    assert code == 0, err
+    assert "authorized (scopes: tools)" in out
+    assert "/authorize?" in err  # the URL visited is shown
+    code, out, _ = invoke("auth", "login", str(path))
+    assert code == 0 and "already authorized (cached token)" in out
+    code, out, _ = invoke("auth", "list", "--json")
+    (row,) = json.loads(out)
+    assert row["server"] == server.url and row["refreshable"] is True
+    assert row["grant"] == "authorization_code" and row["scopes"] == "tools"
+    assert not any(token in out for token in tokens_in(_oauth_env))
+    # A run after the login needs no authorization of its own.
+    assert call(path)[0] == 0
+    assert len(of(server_log(server), "authorize")) == 1
+    code, _, err = invoke("auth", "logout", str(path))
+    assert code == 0 and "removed 1 cached login" in err
+    assert not list(_oauth_env.glob("*.json"))
+    code, out, _ = invoke("auth", "list", "--json")
+    assert json.loads(out) == []
+
+
+def test_login_by_url_is_used_by_a_workflow_on_that_server(
+    serve: Any, tmp_path: Path, _oauth_env: Path
+) -> None:
+    server = serve("--scopes", "a b")
+    code, out, err = invoke("auth", "login", "--url", server.url, "--scope", "a", "--json")
+    assert code == 0, err
+    (row,) = json.loads(out)
+    assert row["status"] == "authorized" and row["scopes"] == "a"
+    assert call(workflow(tmp_path, server.url))[0] == 0
+    assert len(of(server_log(server), "authorize")) == 1
+    code, _, err = invoke("auth", "logout", "--url", server.url)
+    assert "removed 1 cached login" in err
+    code, _, err = invoke("auth", "logout", "--all")
+    assert code == 0 and "removed 0 cached logins" in err
+
+
+def test_auth_commands_need_one_target(tmp_path: Path) -> None:
+    code, _, err = invoke("auth", "login")
+    assert code == 2 and "give a WORKFLOW or --url URL" in err
+    code, _, err = invoke("auth", "logout", "--all", "--url", "http://127.0.0.1:9/mcp")
+    assert code == 2
+    path = tmp_path / "plain.yaml"
+    path.write_text(json.dumps({"graph": {"id": "g", "start": ["a"], "nodes": [
+        {"id": "a", "type": "agent", "config": {"provider": "scripted", "script": ["x"]}},
+    ]}}))  # fmt: skip
+    code, _, err = invoke("auth", "login", str(path))
+    assert code == 2 and "no mcp_remote server with auth:" in err
+
+
+def test_probe_never_waits_for_a_sign_in(
+    serve: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DEVALL_OAUTH_BROWSER", "none")
+    server = serve()
+    code, out, _ = invoke("probe", str(workflow(tmp_path, server.url)), "--json")
+    assert code == 1
+    (row,) = json.loads(out)["servers"]
+    assert row["status"] == "http_401"
+    assert "devall auth login" in row["error"]
+    assert not of(server_log(server), "authorize")
+
+
+def test_a_person_opens_the_printed_url(serve: Any, tmp_path: Path, _oauth_env: Path) -> None:
+    """DEVALL_OAUTH_BROWSER=none: devall prints the URL and waits on its loopback redirect."""
+    import os
+    import subprocess
+    import sys
+
+    server = serve()
+    env = {**os.environ, "DEVALL_OAUTH_BROWSER": "none", "DEVALL_OAUTH_TIMEOUT": "60"}
+    command = [sys.executable, "-m", "devall_cli", "auth", "login", "--url", server.url]
+    process = subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert process.stderr is not None
+        url = ""
+        for line in process.stderr:
+            if "/authorize?" in line:
+                url = line.strip()
+                break
+        assert url.startswith(f"http://127.0.0.1:{server.port}/authorize?")
+        # The "browser": the server approves at once and sends it to devall's redirect URI.
+        answer = httpx.get(url, follow_redirects=True, timeout=30)
+        assert answer.status_code == 200 and "devall is authorized" in answer.text
+        out, _ = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 0
+    assert "authorized" in out
+    assert len(tokens_in(_oauth_env)) == 2

@@ -460,6 +460,13 @@ def build_app(server: AuthServer) -> ASGIApp:
         """Say that the call was authorized."""
         return "authorized"
 
+    @mcp.tool
+    def leak() -> str:
+        """Send the caller's access token back (a careless server: devall must mask it)."""
+        from fastmcp.server.dependencies import get_http_headers
+
+        return "your token: " + get_http_headers(include_all=True).get("authorization", "")
+
     mcp_app = mcp.http_app(path="/mcp")
     methods = ["GET", "POST"]
     routes = [
