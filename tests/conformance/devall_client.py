@@ -54,6 +54,8 @@ def workflow(url: str, scenario: str, context: dict[str, Any]) -> dict[str, Any]
     config: dict[str, Any] = {"server": url, "timeout": 20}
     if scenario.startswith("auth/"):
         config["auth"] = auth_config(scenario, context)
+    if scenario.startswith("elicitation"):
+        config["elicitation"] = "accept_defaults"  # answered with the schema's defaults
     agent = {
         "provider": "scripted",
         "name": "conformance",

@@ -401,3 +401,36 @@ def test_a_person_opens_the_printed_url(serve: Any, tmp_path: Path, _oauth_env: 
     assert process.returncode == 0
     assert "authorized" in out
     assert len(tokens_in(_oauth_env)) == 2
+
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "workflows" / "examples" / "oauth_remote.yaml"
+
+
+def test_the_example_runs_and_no_token_reaches_the_run_directory(
+    serve: Any, tmp_path: Path, _oauth_env: Path
+) -> None:
+    server = serve("--scopes", "tools")
+    url = f"MCP_URL={server.url}"
+    code, _, err = invoke("validate", str(EXAMPLE), "--var", url)
+    assert code == 0, err
+    run_dir = tmp_path / "run"
+    code, out, err = invoke("run", str(EXAMPLE), "--var", url, "--out", str(run_dir), "-v")
+    assert code == 0, err
+    assert "The server says: authorized" in out
+    lines = (run_dir / "events.jsonl").read_text().splitlines()
+    steps = [e["step"] for e in map(json.loads, lines) if e["kind"] == "server.auth"]
+    assert steps == ["authorize", "authorized"]
+    written = "".join(p.read_text() for p in run_dir.rglob("*") if p.is_file())
+    tokens = tokens_in(_oauth_env)
+    assert tokens and not any(token in written + out + err for token in tokens)
+
+
+def test_cimd_client_id_is_the_metadata_url(serve: Any, tmp_path: Path) -> None:
+    server = serve("--cimd", "--no-dcr")
+    metadata_url = "https://client.example.test/devall.json"
+    code, _, err = call(workflow(tmp_path, server.url, client_metadata_url=metadata_url))
+    assert code == 0, err
+    log = server_log(server)
+    assert not of(log, "register")
+    (authorize,) = of(log, "authorize")
+    assert authorize["client_id"] == metadata_url
