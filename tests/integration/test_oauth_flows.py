@@ -207,6 +207,19 @@ def test_client_credentials_with_private_key_jwt(
     assert private.read_text().strip().splitlines()[1] not in out + err
 
 
+def test_code_grant_with_private_key_jwt(serve: Any, tmp_path: Path) -> None:
+    private, public = _key_pair(tmp_path, "ec")
+    server = serve("--client-key", f"signer:{public}", "--auth-methods", "private_key_jwt")
+    path = workflow(tmp_path, server.url, client_id="signer", private_key=private.name)
+    code, _, err = call(path)
+    assert code == 0, err
+    log = server_log(server)
+    assert of(log, "authorize") and not of(log, "register")
+    (token,) = of(log, "token")
+    assert token["grant_type"] == "authorization_code"
+    assert token["auth_method"] == "private_key_jwt" and "error" not in token
+
+
 def test_an_expired_token_is_refreshed_by_the_next_process(
     serve: Any, tmp_path: Path, _oauth_env: Path
 ) -> None:
