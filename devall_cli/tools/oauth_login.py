@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from devall_cli.config.model import McpRemoteConfig, Workflow
 from devall_cli.config.oauth import OAuthConfig
@@ -48,10 +49,10 @@ def workflow_targets(workflow: Workflow, node: str | None = None) -> list[AuthTa
     targets: list[AuthTarget] = []
     for plan in plan_sources(workflow).sources:
         config = plan.tooling.config
-        if not isinstance(config, McpRemoteConfig) or config.auth is None:
+        if getattr(config, "auth", None) is None:  # only mcp_remote has `auth:`
             continue
         if node is None or any(path == node or path.endswith(f"/{node}") for path in plan.nodes):
-            targets.append(AuthTarget(plan.id, config))
+            targets.append(AuthTarget(plan.id, cast(McpRemoteConfig, config)))
     return targets
 
 
