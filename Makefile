@@ -5,7 +5,11 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 RAY_STAMP := $(VENV)/.installed-ray
 
-.PHONY: demo test lint bench venv clean chromium
+# The MCP conformance suite and the Node 22 it runs on, from npm (tests/conformance/).
+CONFORMANCE := tests/conformance
+CONF_STAMP  := $(CONFORMANCE)/node_modules/.installed
+
+.PHONY: demo test lint bench bench-tools venv clean chromium conformance conformance-deps
 
 venv: $(STAMP)
 
@@ -25,7 +29,7 @@ demo: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/devall run workflows/demo_offline.yaml \
 		--task "Tell me my fortune"
 
-test: $(STAMP) $(RAY_STAMP) chromium
+test: $(STAMP) $(RAY_STAMP) $(CONF_STAMP) chromium
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 # The report's browser test opens a report in Debian's Chromium. Installed here when missing
@@ -40,6 +44,16 @@ chromium:
 	    echo "chromium could not be installed: the report's browser test will be skipped"; \
 	  else echo "no chromium and no apt-get as root: the report's browser test will be skipped"; fi; }
 
+conformance-deps: $(CONF_STAMP)
+
+$(CONF_STAMP): $(CONFORMANCE)/package.json $(CONFORMANCE)/package-lock.json
+	cd $(CONFORMANCE) && npm ci --no-audit --no-fund --loglevel=error
+	touch $(CONF_STAMP)
+
+# Every client scenario of the suite against devall; lists which pass (see docs/cli.md).
+conformance: $(STAMP) $(CONF_STAMP)
+	$(BIN)/python $(CONFORMANCE)/run.py
+
 lint: $(STAMP)
 	$(BIN)/ruff check devall_cli tests mcp_example benchmarks
 	$(BIN)/mypy
@@ -48,4 +62,4 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks
 
 clean:
-	rm -rf $(VENV) logs .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) logs .pytest_cache .mypy_cache .ruff_cache $(CONFORMANCE)/node_modules

@@ -8,6 +8,7 @@
     │   ├── ServerStartError                   spawn failed, exited before ready, startup timeout
     │   ├── ServerUnreachableError             remote MCP server unreachable
     │   ├── ServerDiedError                    a local server died or a session was lost mid-run
+    │   ├── AuthError                          a server's OAuth authorization could not be obtained
     │   └── LLMUnreachableError                the model endpoint could not be reached
     ├── RemoteError                   exit 5   the other side answered, but wrongly
     │   ├── ProtocolError                      MCP protocol error
@@ -163,6 +164,14 @@ class ServerUnreachableError(DevallConnectionError):
 
 class ServerDiedError(DevallConnectionError):
     """A server died or its session was lost and could not be recovered."""
+
+
+class AuthError(DevallConnectionError):
+    """A remote MCP server needs authorization that devall could not obtain."""
+
+    def __init__(self, message: str, *, status: str = "auth_failed") -> None:
+        super().__init__(message)
+        self.status = status  # auth_failed | http_401 (authorization needs a person)
 
 
 class LLMUnreachableError(DevallConnectionError):

@@ -119,6 +119,14 @@ class Redactor:
             re.compile("|".join(re.escape(v) for v in self.secrets)) if self.secrets else None
         )
 
+    def add(self, secret: str) -> None:
+        """Mask `secret` from now on too (a value learnt while running, e.g. an access token)."""
+        value = str(secret).strip()
+        if len(value) < MIN_SECRET_LENGTH or value in self.secrets:
+            return
+        self.secrets = tuple(sorted({*self.secrets, value}, key=lambda v: (-len(v), v)))
+        self._pattern = re.compile("|".join(re.escape(v) for v in self.secrets))
+
     def with_secrets(self, extra: Iterable[str]) -> Redactor:
         """A redactor that also masks `extra`."""
         return Redactor([*self.secrets, *extra])

@@ -56,6 +56,7 @@ def main_callback(
 # Commands register themselves on import (one module per command).
 # (each command module adds one import line here)
 from devall_cli.cli import (  # noqa: E402,F401
+    auth_cmd,
     batch_cmd,
     graph_cmd,
     init_cmd,

@@ -10,6 +10,7 @@ import typer
 from rich.text import Text
 
 from devall_cli.cli.app import app
+from devall_cli.cli.auth_cmd import print_auth_notice
 from devall_cli.cli.common import (
     EnvFileOption,
     JsonOption,
@@ -108,7 +109,9 @@ def list_command(
 
     async def go() -> list[Any]:
         # Listing reads function modules from their source: no user code runs.
-        async with ToolManager(loaded, import_functions=False) as manager:
+        async with ToolManager(
+            loaded, import_functions=False, on_auth=print_auth_notice
+        ) as manager:
             return await list_workflow_tools(manager, node)
 
     rows = run_async(go())
@@ -214,6 +217,7 @@ def call_command(
     run_id = new_run_id("tools-call")
     run_dir = out if out is not None else default_run_dir(run_id)
     session = RunSession(loaded, run_id=run_id, run_dir=run_dir)
+    session.subscribe(_auth_notices)  # a sign-in the call waits for is shown on stderr
     with session.held(), run_records(session) as records:
         try:
             outcome = run_async(run_tool_call(session, tool, arguments, node))
@@ -243,6 +247,15 @@ def call_command(
         if not json_output:
             print_line(stderr_console(), f"devall: error: tool '{tool}' returned an error")
         raise typer.Exit(int(ExitCode.FAILED))
+
+
+def _auth_notices(event: Any) -> None:
+    """The OAuth steps of a `tools call` (it has no trace): the URL to open, then the outcome."""
+    from devall_cli.engine.events import ServerAuthEvent
+    from devall_cli.tools.base import AuthNotice
+
+    if isinstance(event, ServerAuthEvent):
+        print_auth_notice(event.server_id, AuthNotice(event.step, event.message, event.url))
 
 
 def _from_cwd(block: dict[str, Any], run_dir: Path) -> dict[str, Any]:

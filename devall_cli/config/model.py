@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from devall_cli.config.dynamic import DynamicConfig
 from devall_cli.config.function_dirs import NO_FOLDER, FunctionFolder
+from devall_cli.config.oauth import OAuthConfig
 from devall_cli.errors import ConfigIssue
 from devall_cli.redaction import Redactor
 
@@ -62,10 +63,12 @@ class McpRemoteConfig:
     timeout: float = 10.0
     cache_ttl: float = 0.0
     tool_sources: tuple[str, ...] = ("mcp_tools",)
+    auth: OAuthConfig | None = None  # OAuth 2.1 (config/oauth.py); None: no authorization flow
 
     def identity(self) -> tuple[Any, ...]:
         """Entries with the same identity share one client session per run."""
-        return ("mcp_remote", self.server, tuple(sorted(self.headers.items())), self.timeout)
+        auth = self.auth.identity() if self.auth is not None else None
+        return ("mcp_remote", self.server, tuple(sorted(self.headers.items())), self.timeout, auth)
 
     def display_target(self) -> str:
         """The URL, as shown in tables and traces."""

@@ -15,6 +15,7 @@ from devall_cli.config.model import (
     McpRemoteConfig,
     frozen_mapping,
 )
+from devall_cli.config.oauth import OAuthConfig, parse_auth
 from devall_cli.config.placeholders import UNRESOLVED
 from devall_cli.config.schema import (
     Checker,
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
 DEFAULT_TOOL_SOURCES = ("mcp_tools",)
 
 _REMOTE_KEYS = KeySpec(
-    known=frozenset({"server", "headers", "timeout", "cache_ttl", "tool_sources"})
+    known=frozenset({"server", "headers", "timeout", "cache_ttl", "tool_sources", "auth"})
 )
 _LOCAL_KEYS = KeySpec(
     known=frozenset(
@@ -95,7 +96,8 @@ def parse_mcp_remote(ck: Checker, config: dict[str, Any], path: KeyPath) -> McpR
     timeout = opt_number(ck, config, "timeout", path, 10.0, positive=True)
     cache_ttl = opt_number(ck, config, "cache_ttl", path, 0.0, minimum=0)
     sources = _tool_sources(ck, config, path)
-    if server is None:
+    auth = _auth(ck, config, headers, path)
+    if server is None or auth is _BAD_AUTH:
         return None
     ck.secret_url(server)
     return McpRemoteConfig(
@@ -104,7 +106,27 @@ def parse_mcp_remote(ck: Checker, config: dict[str, Any], path: KeyPath) -> McpR
         timeout=timeout,
         cache_ttl=cache_ttl,
         tool_sources=sources,
+        auth=auth if isinstance(auth, OAuthConfig) else None,
     )
+
+
+_BAD_AUTH = object()
+
+
+def _auth(
+    ck: Checker, config: dict[str, Any], headers: dict[str, str], path: KeyPath
+) -> OAuthConfig | object | None:
+    """The `auth:` mapping: None when absent, `_BAD_AUTH` after reporting its problems."""
+    raw = config.get("auth")
+    if raw is None or raw is UNRESOLVED:
+        return None
+    here = (*path, "auth")
+    auth = parse_auth(ck, raw, here)
+    if auth is None:
+        return _BAD_AUTH
+    if any(name.lower() == "authorization" for name in headers):
+        ck.warning(here, "headers.Authorization is replaced by the OAuth access token", at_key=True)
+    return auth
 
 
 def parse_mcp_local(ck: Checker, config: dict[str, Any], path: KeyPath) -> McpLocalConfig | None:
@@ -240,7 +262,15 @@ def make_remote_source(source_id: str, settings: McpRemoteConfig, ctx: SourceCon
     """A session with a remote server."""
     from devall_cli.tools.mcp_remote import RemoteSource
 
-    return RemoteSource(id=source_id, config=settings, store=ctx.store, on_log=ctx.on_log)
+    return RemoteSource(
+        id=source_id,
+        config=settings,
+        store=ctx.store,
+        on_log=ctx.on_log,
+        on_auth=ctx.on_auth,
+        reveal=ctx.reveal,
+        interactive=ctx.interactive,
+    )
 
 
 def make_local_source(source_id: str, settings: McpLocalConfig, ctx: SourceContext) -> ToolSource:

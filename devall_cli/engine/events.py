@@ -108,6 +108,18 @@ class ServerRestartedEvent(Event):
     attempt: int
 
 
+@dataclass(frozen=True, kw_only=True)
+class ServerAuthEvent(Event):
+    """A step of a remote server's OAuth authorization: `authorize` (a URL to open), `authorized`
+    or `refreshed`. Never carries a token or a secret."""
+
+    kind: ClassVar[str] = "server.auth"
+    server_id: str
+    step: str
+    message: str
+    url: str | None = None
+
+
 # --- nodes and model -------------------------------------------------------------------------
 
 
@@ -480,4 +492,16 @@ class BusToolEvents:
         """`server.restarted`."""
         self._bus.emit(
             ServerRestartedEvent(run_id=self._run_id, server_id=server_id, attempt=attempt)
+        )
+
+    def server_auth(self, server_id: str, notice: Any) -> None:
+        """`server.auth`."""
+        self._bus.emit(
+            ServerAuthEvent(
+                run_id=self._run_id,
+                server_id=server_id,
+                step=notice.step,
+                message=notice.message,
+                url=notice.url,
+            )
         )

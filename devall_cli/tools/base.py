@@ -99,6 +99,18 @@ class ServerInfo:
 LogCallback = Callable[[str, str], None]  # (source_id, line)
 
 
+@dataclass(frozen=True)
+class AuthNotice:
+    """What a server's OAuth authorization tells the user (never a token or a secret)."""
+
+    step: str  # authorize | authorized | refreshed
+    message: str
+    url: str | None = None  # the authorization URL to open (step authorize)
+
+
+AuthCallback = Callable[[str, AuthNotice], None]  # (source_id, notice)
+
+
 class ToolEvents(Protocol):
     """What the tool layer reports about its servers; the engine turns these into events."""
 
@@ -122,6 +134,10 @@ class ToolEvents(Protocol):
 
     def server_restarted(self, server_id: str, attempt: int) -> None:
         """A local server that died was started again."""
+        ...
+
+    def server_auth(self, server_id: str, notice: AuthNotice) -> None:
+        """A step of a remote server's OAuth authorization."""
         ...
 
 

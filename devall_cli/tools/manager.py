@@ -17,6 +17,8 @@ from devall_cli.config.model import Workflow
 from devall_cli.errors import ConfigError, ConfigIssue, DevallError
 from devall_cli.node_paths import declared_path
 from devall_cli.tools.base import (
+    AuthCallback,
+    AuthNotice,
     RawTool,
     ServerInfo,
     TextBlock,
@@ -93,9 +95,11 @@ class ToolManager:
         store: Any = None,
         import_functions: bool = True,
         make_source: SourceMaker = build_source,
+        on_auth: AuthCallback | None = None,
     ) -> None:
         self.workflow = workflow
         self._make_source = make_source  # a batch hands out the servers its tasks share
+        self._auth_fallback = on_auth  # OAuth steps when there is no event bus (tools commands)
         self.plan = plan_sources(workflow)
         self._redact = workflow.redactor.text
         self._run_id = run_id
@@ -113,6 +117,8 @@ class ToolManager:
             on_restart=self._on_restart,
             redact=self._redact,
             import_functions=import_functions,
+            on_auth=self._on_auth,
+            reveal=workflow.redactor.add,
         )
         self._sources: dict[str, ToolSource] = {}
         self._infos: dict[str, ServerInfo] = {}
@@ -125,6 +131,12 @@ class ToolManager:
     def _on_log(self, source_id: str, line: str) -> None:
         if self._events is not None:
             self._events.server_log(source_id, line)
+
+    def _on_auth(self, source_id: str, notice: AuthNotice) -> None:
+        if self._events is not None:
+            self._events.server_auth(source_id, notice)
+        elif self._auth_fallback is not None:
+            self._auth_fallback(source_id, notice)
 
     def _on_restart(self, source_id: str, attempt: int) -> None:
         if self._events is not None:

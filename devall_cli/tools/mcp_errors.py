@@ -10,6 +10,7 @@ data). Messages name the server id and URL or command, never a header value.
     handshake timeout → handshake_timeout                          timeout → ToolResult "timeout"
     JSON-RPC error → ProtocolError    JSON-RPC error → ProtocolError  → ToolResult
     "Connection closed" → ServerDiedError (every phase)            ToolError → ToolResult
+    OAuth failure (AuthError, the SDK's OAuthFlowError) → AuthError (every phase)
 """
 
 from __future__ import annotations
@@ -24,9 +25,11 @@ import httpx2
 import mcp_types
 from fastmcp.exceptions import ToolError
 from mcp import MCPError
+from mcp.client.auth import OAuthFlowError
 from pydantic import ValidationError
 
 from devall_cli.errors import (
+    AuthError,
     DevallError,
     ProtocolError,
     ServerDiedError,
@@ -41,6 +44,7 @@ Phase = Literal["connect", "list", "call"]
 # one instance of each); anything else becomes a ProtocolError naming its type.
 HANDLED_TYPES: tuple[type[BaseException], ...] = (
     DevallError,
+    OAuthFlowError,
     ToolError,
     MCPError,
     httpx2.HTTPStatusError,
@@ -183,6 +187,9 @@ class _Translator:
     def translate(self, exc: BaseException) -> DevallError | ToolResult:
         if isinstance(exc, BaseExceptionGroup) and exc.exceptions:
             return self.translate(exc.exceptions[0])
+        auth = self.auth_failure(exc)
+        if auth is not None:
+            return auth
         if isinstance(exc, DevallError):
             return exc
         if isinstance(exc, ToolError):
@@ -203,6 +210,17 @@ class _Translator:
         if isinstance(exc, TimeoutError):
             return self.timed_out()
         return self.unexpected(exc)
+
+    def auth_failure(self, exc: BaseException) -> AuthError | None:
+        """The OAuth failure somewhere in the chain of `exc`, naming the server."""
+        for item in chain(exc):
+            if isinstance(item, AuthError):
+                if item.message.startswith(self.server):
+                    return item
+                return AuthError(f"{self.server}: {item.message}", status=item.status)
+            if isinstance(item, OAuthFlowError):
+                return AuthError(f"{self.server}: authorization failed: {_message(item)}")
+        return None
 
     def http_error(self, code: int) -> ServerUnreachableError:
         status = {401: "http_401", 403: "http_403"}.get(code, "http_error")

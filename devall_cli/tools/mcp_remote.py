@@ -4,14 +4,16 @@ One session per server per run. `headers` go with every request; `timeout` bound
 and each connect + handshake attempt. Connecting and listing are tried 3 times (waiting 0.5 s,
 then 1 s) while the server cannot be reached. A session the server forgot (HTTP 404 after a
 restart) or a dropped connection is replaced once, transparently, and the request retried.
+With `auth:` the requests carry an OAuth access token (oauth_client.py), obtained, cached,
+refreshed and stepped up as the MCP authorization spec describes.
 Escaped lone surrogates in the server's JSON become U+FFFD before the MCP SDK parses it (its
 parser refuses the whole message otherwise), as for every other foreign text (see text.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import httpx2
@@ -21,8 +23,11 @@ from devall_cli.config.model import McpRemoteConfig
 from devall_cli.errors import DevallError
 from devall_cli.text import clean_json_escapes
 from devall_cli.tools.attachments import AttachmentStore
-from devall_cli.tools.base import LogCallback
+from devall_cli.tools.base import AuthCallback, AuthNotice, LogCallback
 from devall_cli.tools.mcp_session import McpSessionSource
+
+if TYPE_CHECKING:
+    from devall_cli.tools.oauth_client import DevallOAuth
 
 REMOTE_MAX_CONCURRENCY = 16
 LIST_RETRY_DELAYS = (0.5, 1.0)
@@ -47,6 +52,9 @@ class RemoteSource(McpSessionSource):
         store: AttachmentStore | None = None,
         on_log: LogCallback | None = None,
         max_concurrency: int = REMOTE_MAX_CONCURRENCY,
+        on_auth: AuthCallback | None = None,
+        reveal: Callable[[str], None] | None = None,
+        interactive: bool = True,
     ) -> None:
         super().__init__(
             id=id,
@@ -59,6 +67,11 @@ class RemoteSource(McpSessionSource):
         )
         self.config = config
         self._last_status: int | None = None
+        self._on_auth = on_auth
+        self._reveal = reveal
+        self._interactive = interactive
+        self._oauth: DevallOAuth | None = None
+        self._path = urlsplit(config.server).path.rstrip("/")
 
     @property
     def log_tail(self) -> list[str]:
@@ -69,13 +82,43 @@ class RemoteSource(McpSessionSource):
         """A streamable HTTP transport, or SSE for `/sse` URLs, sending the configured headers."""
         headers = {str(k): str(v) for k, v in self.config.headers.items()}
         self._last_status = None  # a new connection: forget statuses of the previous one
+        auth = self.oauth()
         if uses_sse(self.config.server):
             return SSETransport(
-                self.config.server, headers=headers, httpx_client_factory=self._http_client
+                self.config.server,
+                headers=headers,
+                auth=auth,
+                httpx_client_factory=self._http_client,
             )
         return StreamableHttpTransport(
-            self.config.server, headers=headers, httpx_client_factory=self._http_client
+            self.config.server, headers=headers, auth=auth, httpx_client_factory=self._http_client
         )
+
+    def oauth(self) -> DevallOAuth | None:
+        """The server's OAuth (one for every connection, so tokens outlive a reconnect)."""
+        if self.config.auth is None:
+            return None
+        if self._oauth is None:
+            from devall_cli.tools.oauth_client import build_oauth
+
+            self._oauth = build_oauth(
+                self.config.server,
+                self.config.auth,
+                notify=self._auth_notice,
+                reveal=self._reveal or (lambda secret: None),
+                person=self.waits.person,
+                interactive=self._interactive,
+            )
+        return self._oauth
+
+    def _auth_notice(self, notice: AuthNotice) -> None:
+        self._log(f"[devall] oauth: {notice.message}" + (f": {notice.url}" if notice.url else ""))
+        if self._on_auth is not None:
+            self._on_auth(self.id, notice)
+
+    def _client_init_timeout(self) -> float:
+        # fastmcp's handshake bound cannot stop while someone signs in; ours can (mcp_session).
+        return 0.0 if self.config.auth is not None else self.init_timeout
 
     def _http_client(
         self,
@@ -94,7 +137,9 @@ class RemoteSource(McpSessionSource):
         )
 
     async def _record_status(self, response: httpx2.Response) -> None:
-        self._last_status = response.status_code
+        # Only the MCP endpoint's answers: not those of OAuth discovery or the token endpoint.
+        if response.request.url.path.rstrip("/").startswith(self._path):
+            self._last_status = response.status_code
 
     def _http_status(self) -> int | None:
         status = self._last_status

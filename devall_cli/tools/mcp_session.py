@@ -52,6 +52,7 @@ from devall_cli.tools.mcp_errors import (
     translate_failure,
 )
 from devall_cli.tools.normalize import normalize_result
+from devall_cli.tools.person_wait import PersonWaits
 
 if TYPE_CHECKING:
     import mcp_types
@@ -111,6 +112,7 @@ class McpSessionSource:
         self._info: ServerInfo | None = None
         self._closed = False
         self._recent_log: deque[str] = deque(maxlen=LOG_TAIL_LINES)
+        self.waits = PersonWaits()  # the bounds below stop while someone signs in (OAuth)
 
     # --- what subclasses provide -------------------------------------------------------------
 
@@ -125,6 +127,10 @@ class McpSessionSource:
     def _http_status(self) -> int | None:
         """The HTTP status of the latest failed response, for sources that speak HTTP."""
         return None
+
+    def _client_init_timeout(self) -> float:
+        """The fastmcp client's own handshake bound (0: none, `init_timeout` bounds it here)."""
+        return self.init_timeout
 
     def _failure(self, exc: BaseException, phase: Literal["connect", "list"]) -> DevallError:
         """The DevallError for a failed connect or list."""
@@ -206,7 +212,9 @@ class McpSessionSource:
         async with self._limiter:
             client, _ = await self._session()
             try:
-                return await _bounded(_awaited(operation(client)), self.request_timeout)
+                return await _bounded(
+                    _awaited(operation(client)), self.request_timeout, self.waits
+                )
             except MCPError as exc:
                 if is_session_lost(exc):
                     raise self._failure(exc, "list") from exc
@@ -287,12 +295,12 @@ class McpSessionSource:
         client: Client[Any] = Client(
             transport,
             timeout=self.request_timeout,
-            init_timeout=self.init_timeout,
+            init_timeout=self._client_init_timeout(),
             mode=mode,
             log_handler=self._on_server_log,
         )
         try:
-            async with asyncio.timeout(self.init_timeout + CONNECT_GRACE):
+            async with self.waits.deadline(self.init_timeout + CONNECT_GRACE):
                 await client.__aenter__()  # type: ignore[no-untyped-call]
         except BaseException:
             await _close_quietly(client)
@@ -331,7 +339,7 @@ class McpSessionSource:
         async with self._limiter:
             client, generation = await self._session()
             try:
-                return await _bounded(client.list_tools(), self.request_timeout)
+                return await _bounded(client.list_tools(), self.request_timeout, self.waits)
             except Exception as exc:
                 if not is_session_lost(exc):
                     raise self._failure(exc, "list") from exc
@@ -340,7 +348,7 @@ class McpSessionSource:
                 raise self._failure(lost, "list") from lost
             client, _ = await self._session()
             try:
-                return await _bounded(client.list_tools(), self.request_timeout)
+                return await _bounded(client.list_tools(), self.request_timeout, self.waits)
             except Exception as exc:
                 raise self._failure(exc, "list") from exc
 
@@ -349,7 +357,7 @@ class McpSessionSource:
     ) -> mcp_types.CallToolResult | ToolResult:
         client, generation = await self._session()
         try:
-            return await _bounded(client.call_tool_mcp(name, arguments, timeout=limit), limit)
+            return await self._call_once(client, name, arguments, limit)
         except Exception as exc:
             if not is_session_lost(exc):
                 return self._call_failure(exc, name, limit)
@@ -363,11 +371,17 @@ class McpSessionSource:
             raise self._died(lost)
         client, _ = await self._session()
         try:
-            return await _bounded(client.call_tool_mcp(name, arguments, timeout=limit), limit)
+            return await self._call_once(client, name, arguments, limit)
         except Exception as exc:
             if is_session_lost(exc):
                 raise self._died(exc) from exc
             return self._call_failure(exc, name, limit)
+
+    async def _call_once(
+        self, client: Client[Any], name: str, arguments: dict[str, Any], limit: float
+    ) -> mcp_types.CallToolResult:
+        request = client.call_tool_mcp(name, arguments, timeout=limit)
+        return await _bounded(request, limit, self.waits)
 
     def _call_failure(self, exc: BaseException, name: str, limit: float) -> ToolResult:
         """The error result for a failed call, or raise when the failure is not the tool's."""
@@ -421,23 +435,26 @@ async def _awaited(awaitable: Awaitable[T]) -> T:
     return await awaitable
 
 
-async def _bounded(request: Coroutine[Any, Any, T], limit: float) -> T:
+async def _bounded(request: Coroutine[Any, Any, T], limit: float, waits: PersonWaits) -> T:
     """`request`, given up with TimeoutError a moment after `limit` seconds, whatever it waits on.
 
     A request given up is cancelled but not waited for: on cancellation the SDK still tries, for
     up to 5 s, to send the server a cancel notification, and over SSE that send waits behind the
-    same hung request. The task ends on its own; `_ABANDONED` holds it until then.
+    same hung request. The task ends on its own; `_ABANDONED` holds it until then. Time spent
+    waiting on a person (an OAuth sign-in) does not count.
     """
     task = asyncio.ensure_future(request)
     try:
-        done, _ = await asyncio.wait({task}, timeout=limit + REQUEST_GRACE)
+        async with waits.deadline(limit + REQUEST_GRACE):
+            return await asyncio.shield(task)
+    except TimeoutError:
+        if task.done():
+            raise  # the request's own timeout
+        _abandon(task)
+        raise TimeoutError(f"no answer within {limit:g}s") from None
     except asyncio.CancelledError:
         _abandon(task)
         raise
-    if task in done:
-        return task.result()
-    _abandon(task)
-    raise TimeoutError(f"no answer within {limit:g}s")
 
 
 _ABANDONED: set[asyncio.Future[Any]] = set()

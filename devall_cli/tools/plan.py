@@ -11,7 +11,7 @@ from typing import Any
 from devall_cli.config.model import ToolingConfig, Workflow
 from devall_cli.config.tooling_registry import ToolingType, tooling_types
 from devall_cli.nodes.base import node_tooling, walk_nodes
-from devall_cli.tools.base import LogCallback, SourceKind, ToolSource
+from devall_cli.tools.base import AuthCallback, LogCallback, SourceKind, ToolSource
 
 
 def tooling_type(tooling: ToolingConfig) -> ToolingType:
@@ -106,6 +106,9 @@ class SourceContext:
     on_restart: Callable[[str, int], None] | None = None
     redact: Callable[[str], str] | None = None  # masks secrets in server log lines
     import_functions: bool = True  # False: function modules are read, not run, until a call
+    on_auth: AuthCallback | None = None  # OAuth steps of remote servers (authorize URL, ...)
+    reveal: Callable[[str], None] | None = None  # a secret learnt at run time (a token): mask it
+    interactive: bool = True  # False: an OAuth sign-in in the browser is refused (probe)
 
 
 def start_hint(plan: SourcePlan, error: Any) -> str:

@@ -49,7 +49,7 @@ async def probe_servers(
     targets: Sequence[SourcePlan], *, timeout: float, ctx: SourceContext | None = None
 ) -> list[ProbeReport]:
     """Probe every target concurrently; the whole probe is bounded by `timeout` seconds."""
-    ctx = ctx or SourceContext()
+    ctx = ctx or SourceContext(interactive=False)  # a probe never waits for a sign-in
     deadline = time.monotonic() + timeout
     return list(await asyncio.gather(*(_probe_one(t, deadline, ctx) for t in targets)))
 

@@ -33,6 +33,7 @@ from devall_cli.engine.events import (
     NodeStartedEvent,
     RunFinishedEvent,
     RunStartedEvent,
+    ServerAuthEvent,
     ServerExitedEvent,
     ServerLogEvent,
     ServerReadyEvent,
@@ -138,6 +139,8 @@ class ConsoleSink:
         if self._own:
             self.recorder(event)
         if self.verbosity == "quiet":
+            if isinstance(event, ServerAuthEvent) and event.step == "authorize":
+                self._on_server_auth(event)  # the run waits for this sign-in: always shown
             return
         self.waits.update(event)
         if isinstance(event, RunStartedEvent):
@@ -227,6 +230,16 @@ class ConsoleSink:
 
     def _on_server_restarted(self, event: ServerRestartedEvent) -> None:
         self._print(f"↻ server '{event.server_id}' restarted (attempt {event.attempt})", "yellow")
+
+    def _on_server_auth(self, event: ServerAuthEvent) -> None:
+        if event.step == "authorize":
+            self._print(f"→ server {event.server_id}: {event.message}:", "yellow")
+            if event.url:
+                self._print(f"  {event.url}")
+        elif event.step == "authorized":
+            self._print(f"✓ server {event.server_id} {event.message}", "green")
+        else:
+            self._print(f"· server {event.server_id}: {event.message}", "dim")
 
     # --- nodes and model ---------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ from tests.conftest import REPO_ROOT
 
 PACKAGE = REPO_ROOT / "devall_cli"
 # Import name -> distribution name, where they differ.
-DISTRIBUTIONS = {"ruamel": "ruamel.yaml", "mcp_types": "mcp-types"}
+DISTRIBUTIONS = {"ruamel": "ruamel.yaml", "mcp_types": "mcp-types", "jwt": "pyjwt"}
 
 
 def imports(path: Path) -> Iterator[str]:

@@ -11,9 +11,11 @@ import mcp_types
 import pytest
 from fastmcp.exceptions import ToolError
 from mcp import MCPError
+from mcp.client.auth import OAuthFlowError
 from pydantic import ValidationError
 
 from devall_cli.errors import (
+    AuthError,
     DevallError,
     ExitCode,
     ProtocolError,
@@ -75,6 +77,8 @@ def handshake_timed_out() -> BaseException:
 
 SAMPLES: list[BaseException] = [
     ServerDiedError("already ours"),
+    OAuthFlowError("Authorization server metadata issuer mismatch"),
+    caused(RuntimeError("Client failed to connect"), AuthError("authorization failed: no")),
     ToolError("boom"),
     MCPError(code=mcp_types.REQUEST_TIMEOUT, message="Request 'tools/call' timed out"),
     MCPError(code=mcp_types.METHOD_NOT_FOUND, message="Method not found"),
@@ -148,6 +152,18 @@ def test_connection_refused_is_unreachable_and_names_the_url() -> None:
     assert isinstance(error, ServerUnreachableError) and error.status == "unreachable"
     assert error.exit_code == ExitCode.CONNECTION
     assert error.message == f"cannot reach MCP server 'web' ({URL}): connection refused"
+
+
+@pytest.mark.parametrize("phase", PHASES)
+def test_an_oauth_failure_is_an_auth_error_naming_the_server(phase: str) -> None:
+    flow = translate(OAuthFlowError("issuer mismatch: a != b"), phase)
+    assert isinstance(flow, AuthError) and flow.exit_code == ExitCode.CONNECTION
+    assert flow.message.startswith("MCP server 'web'") and URL in flow.message
+    assert flow.message.endswith("authorization failed: issuer mismatch: a != b")
+    ours = AuthError("needs a sign-in in the browser first", status="http_401")
+    wrapped = translate(caused(RuntimeError("Client failed to connect"), ours), phase)
+    assert isinstance(wrapped, AuthError) and wrapped.status == "http_401"
+    assert URL in wrapped.message and "needs a sign-in" in wrapped.message
 
 
 def test_dns_failure_is_unreachable() -> None:
