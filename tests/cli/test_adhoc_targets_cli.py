@@ -59,7 +59,7 @@ def test_tools_on_a_url_with_headers(remote: ServerProcess) -> None:
     assert called.returncode == 0 and called.stdout == "pong\n", called.stderr
     listed = devall("tools", "list", "--url", remote.url, "--json")
     assert listed.returncode == 0, listed.stderr
-    assert json.loads(listed.stdout)[0]["nodes"] == [f"127.0.0.1-{remote.port}"]
+    assert json.loads(listed.stdout)[0]["nodes"] == [f"127.0.0.1:{remote.port}"]
 
 
 @pytest.mark.parametrize(
