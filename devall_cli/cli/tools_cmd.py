@@ -87,6 +87,9 @@ def list_command(
                         "server": r.server,
                         "description": r.description,
                         "input_schema": dict(r.input_schema),
+                        "title": r.title,
+                        "annotations": dict(r.annotations) if r.annotations else None,
+                        "output_schema": dict(r.output_schema) if r.output_schema else None,
                     }
                     for r in rows
                 ]
@@ -145,8 +148,12 @@ def call_command(
     run_id = new_run_id("tools-call")
     run_dir = default_run_dir(run_id)
 
+    elicitor = terminal_elicitor(loaded.redactor)
+
     async def go() -> Any:
-        async with ToolManager(loaded, run_id=run_id, run_dir=run_dir) as manager:
+        async with ToolManager(
+            loaded, run_id=run_id, run_dir=run_dir, elicitor=elicitor
+        ) as manager:
             return await call_workflow_tool(manager, tool, arguments, node)
 
     outcome = run_async(go())
@@ -161,6 +168,7 @@ def call_command(
                     "is_error": result.is_error,
                     "blocks": blocks,
                     "duration_ms": round(outcome.duration_ms, 1),
+                    **({"meta": dict(result.meta)} if result.meta else {}),
                 }
             )
         )
@@ -170,6 +178,20 @@ def call_command(
         if not json_output:
             print_line(stderr_console(), f"devall: error: tool '{tool}' returned an error")
         raise typer.Exit(int(ExitCode.FAILED))
+
+
+def terminal_elicitor(redactor: Any) -> Any:
+    """The operator's form for a server's elicitation requests, when stdin and stderr are a
+    terminal (else None: the `elicitation` policy, or declining, answers)."""
+    import sys
+
+    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+        return None
+    from devall_cli.cli.elicit_form import TerminalForm
+    from devall_cli.cli.human_prompt import TerminalPrompt
+
+    console = stderr_console()
+    return TerminalForm(TerminalPrompt(console, redactor, fd=sys.stdin.fileno()))
 
 
 def _parse_args(text: str) -> dict[str, Any]:
@@ -190,7 +212,11 @@ def _parse_args(text: str) -> dict[str, Any]:
 def _print_blocks(
     blocks: list[dict[str, Any]], run_dir: Path, redactor: Any, to_stderr: bool
 ) -> None:
-    """The product: text blocks as they are (tabs kept), attachments as paths, data as JSON."""
+    """The product: text blocks as they are (tabs kept), attachments as paths, resource links,
+    and structured data as JSON unless the text already says it."""
+    from devall_cli.tools.normalize import render_link, repeats_text
+
+    texts = [block["text"] for block in blocks if block["type"] == "text"]
     lines: list[str] = []
     for block in blocks:
         if block["type"] == "text":
@@ -200,7 +226,10 @@ def _print_blocks(
             lines.append(
                 f"[{block['kind']} saved: {path} ({block['mime_type']}, {block['size']} bytes)]"
             )
-        else:
+        elif block["type"] == "resource_link":
+            link = (block.get("name"), block.get("mime_type"), block.get("description"))
+            lines.append(redactor.text(render_link(block["uri"], *link)))
+        elif not repeats_text(block["data"], texts):
             lines.append(json.dumps(redactor.value(block["data"]), ensure_ascii=False))
     text = "".join(line + "\n" for line in lines)
     if to_stderr:  # an error result is a diagnostic: escaped like every other one

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from devall_cli.config.dynamic import DynamicConfig
 from devall_cli.config.function_dirs import NO_FOLDER, FunctionFolder
+from devall_cli.config.mcp_client import DEFAULT_CLIENT, McpClientConfig
 from devall_cli.errors import ConfigIssue
 from devall_cli.redaction import Redactor
 
@@ -62,10 +63,12 @@ class McpRemoteConfig:
     timeout: float = 10.0
     cache_ttl: float = 0.0
     tool_sources: tuple[str, ...] = ("mcp_tools",)
+    client: McpClientConfig = DEFAULT_CLIENT  # elicitation, sampling, roots, log_level
 
     def identity(self) -> tuple[Any, ...]:
         """Entries with the same identity share one client session per run."""
-        return ("mcp_remote", self.server, tuple(sorted(self.headers.items())), self.timeout)
+        headers = tuple(sorted(self.headers.items()))
+        return ("mcp_remote", self.server, headers, self.timeout, self.client)
 
     def display_target(self) -> str:
         """The URL, as shown in tables and traces."""
@@ -88,6 +91,7 @@ class McpLocalConfig:
     max_concurrency: int = 1
     call_timeout: float = 60.0
     max_restarts: int = 1
+    client: McpClientConfig = DEFAULT_CLIENT  # elicitation, sampling, roots, log_level
 
     def identity(self) -> tuple[Any, ...]:
         """Entries with the same identity share one process per run."""
@@ -100,6 +104,7 @@ class McpLocalConfig:
             self.inherit_env,
             self.startup_timeout,
             self.wait_for_log,
+            self.client,
         )
 
     def display_target(self) -> str:

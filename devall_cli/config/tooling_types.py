@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from devall_cli.config.function_dirs import TOOLS, FunctionFolder, locate
+from devall_cli.config.mcp_client import CLIENT_KEYS, parse_client_config
 from devall_cli.config.model import (
     FunctionRef,
     FunctionToolingConfig,
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
 DEFAULT_TOOL_SOURCES = ("mcp_tools",)
 
 _REMOTE_KEYS = KeySpec(
-    known=frozenset({"server", "headers", "timeout", "cache_ttl", "tool_sources"})
+    known=frozenset({"server", "headers", "timeout", "cache_ttl", "tool_sources"}) | CLIENT_KEYS
 )
 _LOCAL_KEYS = KeySpec(
     known=frozenset(
@@ -61,6 +62,7 @@ _LOCAL_KEYS = KeySpec(
             "max_restarts",
         }
     )
+    | CLIENT_KEYS
 )
 _FUNCTION_KEYS = KeySpec(known=frozenset({"tools", "timeout"}), ignored=frozenset({"auto_load"}))
 _FUNCTION_REF_KEYS = KeySpec(
@@ -94,6 +96,7 @@ def parse_mcp_remote(ck: Checker, config: dict[str, Any], path: KeyPath) -> McpR
     timeout = opt_number(ck, config, "timeout", path, 10.0, positive=True)
     cache_ttl = opt_number(ck, config, "cache_ttl", path, 0.0, minimum=0)
     sources = _tool_sources(ck, config, path)
+    client = parse_client_config(ck, config, path)
     if server is None:
         return None
     ck.secret_url(server)
@@ -103,6 +106,7 @@ def parse_mcp_remote(ck: Checker, config: dict[str, Any], path: KeyPath) -> McpR
         timeout=timeout,
         cache_ttl=cache_ttl,
         tool_sources=sources,
+        client=client,
     )
 
 
@@ -127,6 +131,7 @@ def parse_mcp_local(ck: Checker, config: dict[str, Any], path: KeyPath) -> McpLo
         max_concurrency=opt_int(ck, config, "max_concurrency", path, 1, minimum=1),
         call_timeout=opt_number(ck, config, "call_timeout", path, 60.0, positive=True),
         max_restarts=opt_int(ck, config, "max_restarts", path, 1, minimum=0),
+        client=parse_client_config(ck, config, path),
     )
     return settings if command is not None else None
 
@@ -239,7 +244,15 @@ def make_remote_source(source_id: str, settings: McpRemoteConfig, ctx: SourceCon
     """A session with a remote server."""
     from devall_cli.tools.mcp_remote import RemoteSource
 
-    return RemoteSource(id=source_id, config=settings, store=ctx.store, on_log=ctx.on_log)
+    return RemoteSource(
+        id=source_id,
+        config=settings,
+        store=ctx.store,
+        on_log=ctx.on_log,
+        events=ctx.events,
+        elicitor=ctx.elicitor,
+        workflow_dir=ctx.workflow_dir,
+    )
 
 
 def make_local_source(source_id: str, settings: McpLocalConfig, ctx: SourceContext) -> ToolSource:
@@ -255,6 +268,9 @@ def make_local_source(source_id: str, settings: McpLocalConfig, ctx: SourceConte
         log_path=log_path,
         on_restart=ctx.on_restart,
         redact=ctx.redact,
+        events=ctx.events,
+        elicitor=ctx.elicitor,
+        workflow_dir=ctx.workflow_dir,
     )
 
 

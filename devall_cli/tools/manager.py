@@ -17,6 +17,8 @@ from devall_cli.config.model import Workflow
 from devall_cli.errors import ConfigError, ConfigIssue, DevallError
 from devall_cli.node_paths import declared_path
 from devall_cli.tools.base import (
+    CallContext,
+    Elicitor,
     RawTool,
     ServerInfo,
     TextBlock,
@@ -89,6 +91,7 @@ class ToolManager:
         events: ToolEvents | None = None,
         store: Any = None,
         import_functions: bool = True,
+        elicitor: Elicitor | None = None,
     ) -> None:
         self.workflow = workflow
         self.plan = plan_sources(workflow)
@@ -108,12 +111,15 @@ class ToolManager:
             on_restart=self._on_restart,
             redact=self._redact,
             import_functions=import_functions,
+            events=events,
+            elicitor=elicitor,
         )
         self._sources: dict[str, ToolSource] = {}
         self._infos: dict[str, ServerInfo] = {}
         self._listed: dict[str, tuple[float, list[RawTool]]] = {}
         self._routes: dict[str, dict[str, Route]] = {}
         self._specs: dict[str, list[ToolSpec]] = {}
+        self._warned: set[tuple[str, str]] = set()  # (source id, tool) refused for needing tasks
 
     # --- events ------------------------------------------------------------------------------
 
@@ -215,7 +221,7 @@ class ToolManager:
         declared: set[str] = set()
         for index, tooling in enumerate(self.plan.tooling.get(node_path, ())):
             plan = self.plan.source(self.plan.entries[(node_path, index)])
-            for raw in _filter(await self.list_source(plan.id), plan):
+            for raw in self._offerable(_filter(await self.list_source(plan.id), plan), plan):
                 final = tooling.final_name(raw.name)
                 if final in declared:
                     raise _duplicate(final, tooling.path)
@@ -236,6 +242,9 @@ class ToolManager:
                 source=plan.kind,
                 server=plan.target,
                 source_id=plan.id,
+                title=raw.title,
+                annotations=raw.annotations,
+                output_schema=raw.output_schema,
             )
             for name, (_, plan, raw) in zip(names, offered, strict=True)
         ]
@@ -243,10 +252,40 @@ class ToolManager:
         self._specs[node_id] = specs
         return specs
 
+    def _offerable(self, tools: list[RawTool], plan: SourcePlan) -> list[RawTool]:
+        """The tools a model may be offered: not those that can only run as tasks (warned once)."""
+        kept: list[RawTool] = []
+        for tool in tools:
+            if tool.task_support != "required":
+                kept.append(tool)
+                continue
+            if (plan.id, tool.name) not in self._warned:
+                self._warned.add((plan.id, tool.name))
+                self._warn(
+                    plan.id,
+                    f"tool '{tool.name}' can only be called as a task (execution.taskSupport: "
+                    "required), which devall does not support; it is not offered to models",
+                )
+        return kept
+
+    def _warn(self, source_id: str, message: str) -> None:
+        if self._events is not None:
+            self._events.server_message(source_id, "warning", "devall", message)
+
     # --- calling -----------------------------------------------------------------------------
 
-    async def call(self, node_id: str, name: str, arguments: Mapping[str, Any]) -> ToolResult:
-        """Call a tool by the final name the node offered; unknown names are error results."""
+    async def call(
+        self,
+        node_id: str,
+        name: str,
+        arguments: Mapping[str, Any],
+        *,
+        context: CallContext | None = None,
+    ) -> ToolResult:
+        """Call a tool by the final name the node offered; unknown names are error results.
+
+        `context` goes to the source: who answers what its server asks during the call.
+        """
         if node_id not in self._routes:
             await self.specs_for(node_id)
         route = self._routes[node_id].get(name)
@@ -259,7 +298,8 @@ class ToolManager:
         if route.source_id not in self._infos:
             await self.start_source(self.plan.source(route.source_id))
         with self._masking():
-            result = await self._sources[route.source_id].call_tool(route.original_name, arguments)
+            source = self._sources[route.source_id]
+            result = await source.call_tool(route.original_name, arguments, context=context)
         # One place for every source: what the trace, the logs and the model keep is bounded.
         blocks = cap_blocks(result.blocks, limits.TOOL_RESULT_CHARS)
         return result if blocks == result.blocks else dataclasses.replace(result, blocks=blocks)

@@ -11,6 +11,7 @@ parser refuses the whole message otherwise), as for every other foreign text (se
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -21,7 +22,7 @@ from devall_cli.config.model import McpRemoteConfig
 from devall_cli.errors import DevallError
 from devall_cli.text import clean_json_escapes
 from devall_cli.tools.attachments import AttachmentStore
-from devall_cli.tools.base import LogCallback
+from devall_cli.tools.base import Elicitor, LogCallback, ToolEvents
 from devall_cli.tools.mcp_session import McpSessionSource
 
 REMOTE_MAX_CONCURRENCY = 16
@@ -47,6 +48,9 @@ class RemoteSource(McpSessionSource):
         store: AttachmentStore | None = None,
         on_log: LogCallback | None = None,
         max_concurrency: int = REMOTE_MAX_CONCURRENCY,
+        events: ToolEvents | None = None,
+        elicitor: Elicitor | None = None,
+        workflow_dir: Path | None = None,
     ) -> None:
         super().__init__(
             id=id,
@@ -56,6 +60,10 @@ class RemoteSource(McpSessionSource):
             store=store,
             on_log=on_log,
             max_concurrency=max_concurrency,
+            client_config=config.client,
+            events=events,
+            elicitor=elicitor,
+            default_roots=[workflow_dir] if workflow_dir else [],
         )
         self.config = config
         self._last_status: int | None = None

@@ -11,7 +11,7 @@ from typing import Any
 from devall_cli.config.model import ToolingConfig, Workflow
 from devall_cli.config.tooling_registry import ToolingType, tooling_types
 from devall_cli.nodes.base import node_tooling, walk_nodes
-from devall_cli.tools.base import LogCallback, SourceKind, ToolSource
+from devall_cli.tools.base import Elicitor, LogCallback, SourceKind, ToolEvents, ToolSource
 
 
 def tooling_type(tooling: ToolingConfig) -> ToolingType:
@@ -97,6 +97,8 @@ class SourceContext:
     on_restart: Callable[[str, int], None] | None = None
     redact: Callable[[str], str] | None = None  # masks secrets in server log lines
     import_functions: bool = True  # False: function modules are read, not run, until a call
+    events: ToolEvents | None = None  # what servers report and ask (progress, sampling, ...)
+    elicitor: Elicitor | None = None  # asks the operator when a call brings no elicitor
 
 
 def build_source(plan: SourcePlan, ctx: SourceContext) -> ToolSource:
