@@ -4,6 +4,7 @@ sampling, elicitation, roots, progress and log messages."""
 
 from __future__ import annotations
 
+import base64
 import json
 import sys
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -15,10 +16,14 @@ import pytest
 
 from devall_cli.config.mcp_client import DEFAULT_CLIENT, McpClientConfig, RootConfig
 from devall_cli.config.model import McpLocalConfig, McpRemoteConfig
+from devall_cli.tools.attachments import AttachmentStore
 from devall_cli.tools.base import (
+    AttachmentBlock,
     CallContext,
+    DataBlock,
     ElicitationAnswer,
     ElicitationRequest,
+    ResourceLinkBlock,
     SamplingReply,
     SamplingRequest,
     TextBlock,
@@ -27,6 +32,7 @@ from devall_cli.tools.base import (
 from devall_cli.tools.mcp_local import LocalSource
 from devall_cli.tools.mcp_remote import RemoteSource
 from devall_cli.tools.mcp_session import McpSessionSource
+from devall_cli.tools.normalize import blocks_to_json
 from tests.servers.serve import SERVERS_DIR, ServerProcess
 
 FEATURES = SERVERS_DIR / "features_server.py"
@@ -99,9 +105,7 @@ class Maker:
     url: str | None
     made: list[McpSessionSource] = field(default_factory=list)
 
-    def __call__(
-        self, client: McpClientConfig = DEFAULT_CLIENT, **kwargs: Any
-    ) -> McpSessionSource:
+    def __call__(self, client: McpClientConfig = DEFAULT_CLIENT, **kwargs: Any) -> McpSessionSource:
         source: McpSessionSource
         if self.mode.startswith("stdio"):
             args: Sequence[str] = [str(FEATURES)]
@@ -120,9 +124,7 @@ class Maker:
 
 
 @pytest.fixture(params=MODES)
-async def make(
-    request: pytest.FixtureRequest, http_urls: dict[bool, str]
-) -> AsyncIterator[Maker]:
+async def make(request: pytest.FixtureRequest, http_urls: dict[bool, str]) -> AsyncIterator[Maker]:
     mode: str = request.param
     url = http_urls[mode.endswith("legacy")] if mode.startswith("http") else None
     maker = Maker(mode, url)
@@ -269,3 +271,57 @@ async def _tool_listing_keeps_title_annotations_and_output_schema(
         "type": "object",
         "properties": {"ok": {"type": "boolean"}},
     }
+
+
+async def test_every_block_kind_round_trips_with_nothing_lost(
+    http_urls: dict[bool, str], tmp_path: Path
+) -> None:
+    """`rich_result` as the MCP client receives it, against the blocks devall keeps."""
+    from fastmcp import Client
+
+    async with Client(http_urls[False]) as client:
+        raw = (await client.call_tool_mcp("rich_result", {})).model_dump(
+            by_alias=True, exclude_none=True, mode="json"
+        )
+    store = AttachmentStore(tmp_path)
+    source = RemoteSource(
+        id="feat", config=McpRemoteConfig(server=http_urls[False], timeout=10.0), store=store
+    )
+    try:
+        result = await source.call_tool("rich_result", {}, context=call())
+    finally:
+        await source.close()
+    text, image, link, embedded, data = result.blocks
+    content = raw["content"]
+    assert isinstance(text, TextBlock) and text.text == content[0]["text"]
+    assert (text.annotations, text.meta) == (content[0]["annotations"], content[0]["_meta"])
+    assert isinstance(image, AttachmentBlock) and image.annotations == content[1]["annotations"]
+    saved = (tmp_path / image.path).read_bytes()
+    assert saved == base64.b64decode(content[1]["data"]) and image.mime_type == "image/png"
+    assert isinstance(link, ResourceLinkBlock)
+    wire_link = {
+        "type": "resource_link",
+        "uri": link.uri,
+        "name": link.name,
+        "title": link.title,
+        "description": link.description,
+        "mimeType": link.mime_type,
+        "size": link.size,
+        "_meta": link.meta,
+    }
+    assert wire_link == content[2]
+    assert isinstance(embedded, TextBlock)
+    resource = content[3]["resource"]
+    assert (embedded.text, embedded.uri, embedded.mime_type) == (
+        resource["text"],
+        resource["uri"],
+        resource["mimeType"],
+    )
+    assert embedded.resource_meta == resource["_meta"]
+    assert embedded.annotations == content[3]["annotations"]
+    assert isinstance(data, DataBlock) and dict(data.data) == raw["structuredContent"]
+    assert result.meta == raw["_meta"]
+    # what a run records (events.jsonl, `tools call --json`) keeps the same fields
+    recorded = blocks_to_json(result.blocks)
+    assert recorded[2]["type"] == "resource_link" and recorded[2]["size"] == 2048
+    assert recorded[0]["annotations"] == {"audience": ["user"], "priority": 0.7}
