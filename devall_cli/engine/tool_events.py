@@ -164,10 +164,12 @@ class BusToolEvents:
         self._emit(ServerLogEvent(run_id=self._run_id, server_id=server_id, line=line))
 
     def server_message(self, server_id: str, level: str, logger: str | None, text: str) -> None:
-        """`server.log` of a server's log message, with its level."""
+        """`server.log` of a server's log message: `level (logger): text`, and its level."""
+        origin = f" ({logger})" if logger else ""
+        line = f"{level}{origin}: {text}"
         self._emit(
             ServerLogEvent(
-                run_id=self._run_id, server_id=server_id, line=text, level=level, logger=logger
+                run_id=self._run_id, server_id=server_id, line=line, level=level, logger=logger
             )
         )
 

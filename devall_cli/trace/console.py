@@ -232,11 +232,10 @@ class ConsoleSink(McpRequestsTrace):
     def _on_server_log(self, event: ServerLogEvent) -> None:
         # A server's own warnings and errors are shown in the normal trace too.
         if self.verbose or event.level in NOTABLE_LEVELS:
-            level = f"{event.level}: " if event.level else ""
             style = {"warning": "yellow"}.get(event.level or "", "dim")
             if event.level in NOTABLE_LEVELS[1:]:
                 style = "red"
-            self._print(f"  {event.server_id} | {level}{event.line}", style)
+            self._print(f"  {event.server_id} | {event.line}", style)
 
     def _on_server_exited(self, event: ServerExitedEvent) -> None:
         message = f": {event.message}" if event.message else ""

@@ -60,8 +60,8 @@ def test_the_example_answers_its_server_and_records_every_exchange() -> None:
     assert progress[0]["message"] == "step 1 of 4"
     # log messages with their level; the roots the server listed
     logs = [(e["level"], e["line"]) for e in seen if e["kind"] == "server.log" and e["level"]]
-    assert ("info", "crunching in 4 steps") in logs
-    assert ("warning", "crunching done; the numbers are made up") in logs
+    assert ("info", "info: crunching in 4 steps") in logs
+    assert ("warning", "warning: crunching done; the numbers are made up") in logs
     roots = next(e for e in seen if e["kind"] == "server.roots")
     assert roots["roots"] == [folder] and roots["reason"] == "listed"
     assert kinds.index("sampling.requested") < kinds.index("sampling.answered")
@@ -122,3 +122,49 @@ def test_tools_list_and_call_keep_what_the_server_says(tmp_path: Path) -> None:
     code, out, err = invoke("tools", "call", flow, "ask", "--args", '{"with_defaults": true}')
     assert code == 0, err
     assert json.loads(out.splitlines()[0])["action"] == "accept"
+
+
+def test_the_operator_fills_in_the_form_on_the_terminal(tmp_path: Path) -> None:
+    """`elicitation` unset on a terminal: the form asks each field and checks each answer."""
+    from tests.cli.test_human_terminal import Terminal
+
+    flow = features_workflow(tmp_path)
+    document = json.loads(flow.read_text())
+    config = document["graph"]["nodes"][0]["config"]
+    config["script"] = [
+        {"tool_calls": [{"name": "ask", "arguments": {}}]},
+        {"content": "{tool_result}"},
+    ]
+    flow.write_text(json.dumps(document))
+    tty = Terminal("run", str(flow), "--out", "run", "-q", cwd=tmp_path)
+    try:
+        tty.expect("Tell the features server about yourself", timeout=60)
+        tty.expect("Name *")
+        tty.type(b"\n")  # required, no default: asked again
+        tty.expect("this field is required")
+        tty.type(b"Grace\n")
+        tty.expect("age")
+        tty.type(b"200\n")  # above the maximum: asked again
+        tty.expect("200 is greater than the maximum of 150")
+        tty.type(b"85\n")
+        tty.expect("subscribe")
+        tty.type(b"\n")  # the default
+        tty.expect("3. blue")
+        tty.type(b"3\n")  # a choice by its number
+        tty.expect("2. Large")
+        tty.type(b"Large\n")  # a choice by its title
+        assert tty.finish(timeout=60) == 0, tty.text()
+    finally:
+        tty.close()
+    # the answer (stdout) is the tool's result: the action and content the server received
+    lines = [line for line in tty.text().splitlines() if line.startswith('{"action"')]
+    answer = json.loads(lines[-1])
+    assert answer == {
+        "action": "accept",
+        "content": {"name": "Grace", "age": 85, "subscribe": True, "color": "blue", "size": "l"},
+    }
+    seen = events(tmp_path / "run")
+    requested = next(e for e in seen if e["kind"] == "elicitation.requested")
+    assert requested["policy"] == "prompt"
+    answered = next(e for e in seen if e["kind"] == "elicitation.answered")
+    assert (answered["action"], answered["channel"]) == ("accept", "terminal")
