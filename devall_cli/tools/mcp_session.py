@@ -407,7 +407,7 @@ class McpSessionSource:
             phase="call",
             tool_name=name,
             http_status=self._http_status(),
-            timeout=SDK_CALL_TIMEOUT,
+            timeout=limit,
         )
         if isinstance(outcome, DevallError):
             raise outcome from exc
