@@ -9,7 +9,12 @@ RAY_STAMP := $(VENV)/.installed-ray
 CONFORMANCE := tests/conformance
 CONF_STAMP  := $(CONFORMANCE)/node_modules/.installed
 
-.PHONY: demo test lint bench bench-tools venv clean chromium conformance conformance-deps
+.PHONY: demo test lint bench bench-tools venv clean chromium conformance conformance-deps npm-servers
+
+# MCP servers from npm that the tests run against, installed into a folder of the project.
+NPM_SERVERS := .npm-servers
+EVERYTHING_VERSION := 2026.8.31
+EVERYTHING := $(NPM_SERVERS)/node_modules/@modelcontextprotocol/server-everything/package.json
 
 venv: $(STAMP)
 
@@ -29,8 +34,16 @@ demo: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/devall run workflows/demo_offline.yaml \
 		--task "Tell me my fortune"
 
-test: $(STAMP) $(RAY_STAMP) $(CONF_STAMP) chromium
+test: $(STAMP) $(RAY_STAMP) $(CONF_STAMP) npm-servers chromium
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile
+
+npm-servers: $(EVERYTHING)
+
+# Reinstalled only when the pinned version changes (the stamp is the package's own file).
+$(EVERYTHING): Makefile
+	npm install --prefix $(NPM_SERVERS) --no-audit --no-fund --no-save --loglevel=error \
+		@modelcontextprotocol/server-everything@$(EVERYTHING_VERSION)
+	test -f $@ && grep -q '"version": "$(EVERYTHING_VERSION)"' $@ && touch $@
 
 # The report's browser test opens a report in Debian's Chromium. Installed here when missing
 # (as root, with apt-get); where that cannot be done the test is skipped and says why.
@@ -62,4 +75,4 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks
 
 clean:
-	rm -rf $(VENV) logs .pytest_cache .mypy_cache .ruff_cache $(CONFORMANCE)/node_modules
+	rm -rf $(VENV) $(NPM_SERVERS) logs .pytest_cache .mypy_cache .ruff_cache $(CONFORMANCE)/node_modules

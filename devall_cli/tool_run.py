@@ -15,7 +15,6 @@ from typing import Any
 
 from devall_cli.engine.events import (
     AttachmentSavedEvent,
-    BusToolEvents,
     NodeFinishedEvent,
     NodeStartedEvent,
     RunFinishedEvent,
@@ -24,9 +23,10 @@ from devall_cli.engine.events import (
     ToolErrorEvent,
     ToolResultEvent,
 )
+from devall_cli.engine.tool_events import BusToolEvents
 from devall_cli.errors import DevallError, ExitCode
 from devall_cli.session import RunSession
-from devall_cli.tools.base import AttachmentBlock, ToolResult, ToolSpec
+from devall_cli.tools.base import AttachmentBlock, Elicitor, ToolResult, ToolSpec
 from devall_cli.tools.catalog import CallOutcome, find_workflow_tool
 from devall_cli.tools.manager import ToolManager
 from devall_cli.tools.normalize import blocks_to_json, render_for_model
@@ -39,6 +39,8 @@ async def run_tool_call(
     tool: str,
     arguments: Mapping[str, Any],
     node: str | None = None,
+    *,
+    elicitor: Elicitor | None = None,
 ) -> CallOutcome:
     """Start the servers of the tool's node, call the tool once, and trace it all as a run.
 
@@ -52,7 +54,11 @@ async def run_tool_call(
     events = BusToolEvents(session.bus, run_id)
     try:
         async with ToolManager(
-            session.workflow, run_id=run_id, run_dir=session.run_dir, events=events
+            session.workflow,
+            run_id=run_id,
+            run_dir=session.run_dir,
+            events=events,
+            elicitor=elicitor,
         ) as manager:
             node_id, spec = await find_workflow_tool(manager, tool, node)
             outcome = await _call(session, manager, node_id, spec, arguments)

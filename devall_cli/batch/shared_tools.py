@@ -29,6 +29,7 @@ from devall_cli.engine.runner import ToolManagerLike
 from devall_cli.tools.attachments import AttachmentStore
 from devall_cli.tools.base import (
     AttachmentBlock,
+    CallContext,
     RawTool,
     ServerInfo,
     SourceKind,
@@ -227,9 +228,11 @@ class SharedSourceHandle:
         """The shared server's tools."""
         return await self._source().list_tools()
 
-    async def call_tool(self, name: str, arguments: Mapping[str, Any]) -> ToolResult:
+    async def call_tool(
+        self, name: str, arguments: Mapping[str, Any], *, context: CallContext | None = None
+    ) -> ToolResult:
         """A call on the shared server (bounded by its `max_concurrency`)."""
-        return await self._source().call_tool(name, arguments)
+        return await self._source().call_tool(name, arguments, context=context)
 
     async def close(self) -> None:
         """Nothing: the server is the batch's, closed when the batch ends."""

@@ -46,9 +46,24 @@ class TerminalPrompt:
         self.fd = fd
         self._pause = pause or contextlib.nullcontext
         self._pending = b""  # typed ahead: read past the end of the last reply
+        # One question at a time on the terminal: a human node's, or a server's form.
+        self.lock = asyncio.Lock()
+
+    def paused(self) -> AbstractContextManager[None]:
+        """No live status line while the terminal asks."""
+        return self._pause()
+
+    async def read_line(self, label: str) -> tuple[str, bool]:
+        """The next line typed (decoded, without its newline), and whether Ctrl-D ended it."""
+        line, ended = await self._read_line(label)
+        return clean_text(line.rstrip(b"\r").decode("utf-8", "replace")), ended
 
     async def reply(self, request: HumanRequest) -> str:
         """Show the question, then read lines until an empty one or Ctrl-D."""
+        async with self.lock:
+            return await self._reply(request)
+
+    async def _reply(self, request: HumanRequest) -> str:
         with self._pause():
             self.console.print(self._question(request), soft_wrap=False)
             self.console.print(Text(HINT, style="dim"))
@@ -57,7 +72,7 @@ class TerminalPrompt:
                 self.console.print(Text(LINE_PROMPT, style="bold"), end="")
                 self.console.file.flush()
                 try:
-                    line, ended = await self._read_line(request)
+                    line, ended = await self._read_line(request.label)
                 except asyncio.CancelledError:
                     self.console.print()  # Ctrl-C: the trace goes on below the prompt line
                     raise
@@ -84,10 +99,10 @@ class TerminalPrompt:
     def _text(self, text: str, style: str) -> Text:
         return Text(visible(self.redactor.text(text), multiline=True), style=style)
 
-    async def _read_line(self, request: HumanRequest) -> tuple[bytes, bool]:
+    async def _read_line(self, label: str) -> tuple[bytes, bool]:
         """The next line typed (without its newline), and whether Ctrl-D ended it."""
         while b"\n" not in self._pending:
-            chunk = await self._read_chunk(request)
+            chunk = await self._read_chunk(label)
             if not chunk:  # end of input: Ctrl-D on a line, or twice after some text
                 partial, self._pending = self._pending, b""
                 return partial, True
@@ -95,7 +110,7 @@ class TerminalPrompt:
         line, _, self._pending = self._pending.partition(b"\n")
         return line, False
 
-    async def _read_chunk(self, request: HumanRequest) -> bytes:
+    async def _read_chunk(self, label: str) -> bytes:
         loop = asyncio.get_running_loop()
         ready: asyncio.Future[bytes] = loop.create_future()
 
@@ -112,7 +127,7 @@ class TerminalPrompt:
             return await ready
         except OSError as exc:
             raise RunFailedError(
-                f"{request.label}: cannot read the reply from the terminal: {exc.strerror or exc}"
+                f"{label}: cannot read the reply from the terminal: {exc.strerror or exc}"
             ) from None
         finally:
             loop.remove_reader(self.fd)

@@ -7,7 +7,7 @@ import stat
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, BinaryIO
+from typing import TYPE_CHECKING, Annotated, Any, BinaryIO
 
 import typer
 
@@ -31,6 +31,7 @@ from devall_cli.errors import UsageError
 from devall_cli.text import clean_text
 
 if TYPE_CHECKING:
+    from devall_cli.cli.human_prompt import TerminalPrompt
     from devall_cli.config.model import Workflow
     from devall_cli.nodes.human_input import Answers, HumanInput
     from devall_cli.session import RunSession
@@ -202,6 +203,11 @@ def human_input_for(answers: Answers | None, console: ConsoleSink) -> HumanInput
 
     if answers is not None:
         return ScriptedReplies(answers)
+    return terminal_prompt(console)
+
+
+def terminal_prompt(console: ConsoleSink) -> TerminalPrompt | None:
+    """The terminal, when stdin and stderr are one (else None)."""
     if not (sys.stdin.isatty() and sys.stderr.isatty()):
         return None
     from devall_cli.cli.human_prompt import TerminalPrompt
@@ -209,6 +215,24 @@ def human_input_for(answers: Answers | None, console: ConsoleSink) -> HumanInput
     return TerminalPrompt(
         console.console, console.redactor, fd=sys.stdin.fileno(), pause=console.paused
     )
+
+
+def node_extras(answers: Answers | None, console: ConsoleSink) -> dict[str, Any]:
+    """What nodes get from the command: the human reply source and, on a terminal, the form
+    for servers' elicitation requests (sharing the terminal's reader and its lock)."""
+    from devall_cli.nodes.agent_calls import ELICITOR
+    from devall_cli.nodes.human_input import HUMAN_INPUT
+
+    extras: dict[str, Any] = {}
+    terminal = terminal_prompt(console)
+    human = human_input_for(answers, console) if answers is not None else terminal
+    if human is not None:
+        extras[HUMAN_INPUT] = human
+    if terminal is not None:
+        from devall_cli.cli.elicit_form import TerminalForm
+
+        extras[ELICITOR] = TerminalForm(terminal)
+    return extras
 
 
 def _run_in(
@@ -229,7 +253,6 @@ def _run_in(
     from devall_cli.cli.records import RunRecords, print_run_files
     from devall_cli.engine.runner import run_workflow
     from devall_cli.nodes.base import walk_nodes
-    from devall_cli.nodes.human_input import HUMAN_INPUT
     from devall_cli.trace.console import ConsoleSink
     from devall_cli.trace.result import json_text
 
@@ -239,7 +262,7 @@ def _run_in(
     session.subscribe(console)
     node_ids = [path for path, _ in walk_nodes(session.workflow.graph)]
     records = RunRecords(session, node_ids)
-    human = human_input_for(replies, console)
+    extras = node_extras(replies, console)
     report_failure: str | None = None
     try:
         result = run_async(
@@ -248,7 +271,7 @@ def _run_in(
                 task=task,
                 interrupt_code=signals.exit_code,
                 max_steps=max_steps,
-                extras={HUMAN_INPUT: human} if human is not None else None,
+                extras=extras,
             ),
             signals,
         )

@@ -127,6 +127,9 @@ def list_command(
                         "server": r.server,
                         "description": r.description,
                         "input_schema": dict(r.input_schema),
+                        "title": r.title,
+                        "annotations": dict(r.annotations) if r.annotations else None,
+                        "output_schema": dict(r.output_schema) if r.output_schema else None,
                     }
                     for r in rows
                 ]
@@ -218,9 +221,10 @@ def call_command(
     run_dir = out if out is not None else default_run_dir(run_id)
     session = RunSession(loaded, run_id=run_id, run_dir=run_dir)
     session.subscribe(_auth_notices)  # a sign-in the call waits for is shown on stderr
+    elicitor = terminal_elicitor(loaded.redactor)
     with session.held(), run_records(session) as records:
         try:
-            outcome = run_async(run_tool_call(session, tool, arguments, node))
+            outcome = run_async(run_tool_call(session, tool, arguments, node, elicitor=elicitor))
         except BaseException:
             print_run_files(run_dir)  # the records of the failure are there too
             raise
@@ -236,6 +240,7 @@ def call_command(
                     "is_error": result.is_error,
                     "blocks": blocks,
                     "duration_ms": round(outcome.duration_ms, 1),
+                    **({"meta": dict(result.meta)} if result.meta else {}),
                 }
             )
         )
@@ -264,6 +269,20 @@ def _from_cwd(block: dict[str, Any], run_dir: Path) -> dict[str, Any]:
     return block
 
 
+def terminal_elicitor(redactor: Any) -> Any:
+    """The operator's form for a server's elicitation requests, when stdin and stderr are a
+    terminal (else None: the `elicitation` policy, or declining, answers)."""
+    import sys
+
+    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+        return None
+    from devall_cli.cli.elicit_form import TerminalForm
+    from devall_cli.cli.human_prompt import TerminalPrompt
+
+    console = stderr_console()
+    return TerminalForm(TerminalPrompt(console, redactor, fd=sys.stdin.fileno()))
+
+
 def _parse_args(text: str) -> dict[str, Any]:
     return parse_arguments(text)
 
@@ -285,7 +304,11 @@ def parse_arguments(text: str) -> dict[str, Any]:
 
 
 def _print_blocks(blocks: list[dict[str, Any]], redactor: Any, to_stderr: bool) -> None:
-    """The product: text blocks as they are (tabs kept), attachments as paths, data as JSON."""
+    """The product: text blocks as they are (tabs kept), attachments as paths, resource links,
+    and structured data as JSON unless the text already says it."""
+    from devall_cli.tools.normalize import render_link, repeats_text
+
+    texts = [block["text"] for block in blocks if block["type"] == "text"]
     lines: list[str] = []
     for block in blocks:
         if block["type"] == "text":
@@ -295,7 +318,10 @@ def _print_blocks(blocks: list[dict[str, Any]], redactor: Any, to_stderr: bool) 
                 f"[{block['kind']} saved: {block['path']} "
                 f"({block['mime_type']}, {block['size']} bytes)]"
             )
-        else:
+        elif block["type"] == "resource_link":
+            link = (block.get("name"), block.get("mime_type"), block.get("description"))
+            lines.append(redactor.text(render_link(block["uri"], *link)))
+        elif not repeats_text(block["data"], texts):
             lines.append(json.dumps(redactor.value(block["data"]), ensure_ascii=False))
     text = "".join(line + "\n" for line in lines)
     if to_stderr:  # an error result is a diagnostic: escaped like every other one

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from devall_cli.config.dynamic import DynamicConfig
 from devall_cli.config.function_dirs import NO_FOLDER, FunctionFolder
+from devall_cli.config.mcp_client import DEFAULT_CLIENT, McpClientConfig
 from devall_cli.config.oauth import OAuthConfig
 from devall_cli.errors import ConfigIssue
 from devall_cli.redaction import Redactor
@@ -64,11 +65,13 @@ class McpRemoteConfig:
     cache_ttl: float = 0.0
     tool_sources: tuple[str, ...] = ("mcp_tools",)
     auth: OAuthConfig | None = None  # OAuth 2.1 (config/oauth.py); None: no authorization flow
+    client: McpClientConfig = DEFAULT_CLIENT  # elicitation, sampling, roots, log_level
 
     def identity(self) -> tuple[Any, ...]:
         """Entries with the same identity share one client session per run."""
         auth = self.auth.identity() if self.auth is not None else None
-        return ("mcp_remote", self.server, tuple(sorted(self.headers.items())), self.timeout, auth)
+        headers = tuple(sorted(self.headers.items()))
+        return ("mcp_remote", self.server, headers, self.timeout, auth, self.client)
 
     def display_target(self) -> str:
         """The URL, as shown in tables and traces."""
@@ -91,6 +94,7 @@ class McpLocalConfig:
     max_concurrency: int = 1
     call_timeout: float = 60.0
     max_restarts: int = 1
+    client: McpClientConfig = DEFAULT_CLIENT  # elicitation, sampling, roots, log_level
 
     def identity(self) -> tuple[Any, ...]:
         """Entries with the same identity share one process per run."""
@@ -103,6 +107,7 @@ class McpLocalConfig:
             self.inherit_env,
             self.startup_timeout,
             self.wait_for_log,
+            self.client,
         )
 
     def display_target(self) -> str:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from devall_cli.config.function_dirs import TOOLS, FunctionFolder, locate
+from devall_cli.config.mcp_client import CLIENT_KEYS, parse_client_config
 from devall_cli.config.model import (
     FunctionRef,
     FunctionToolingConfig,
@@ -45,6 +46,7 @@ DEFAULT_TOOL_SOURCES = ("mcp_tools",)
 
 _REMOTE_KEYS = KeySpec(
     known=frozenset({"server", "headers", "timeout", "cache_ttl", "tool_sources", "auth"})
+    | CLIENT_KEYS
 )
 _LOCAL_KEYS = KeySpec(
     known=frozenset(
@@ -63,6 +65,7 @@ _LOCAL_KEYS = KeySpec(
             "max_restarts",
         }
     )
+    | CLIENT_KEYS
 )
 _FUNCTION_KEYS = KeySpec(known=frozenset({"tools", "timeout"}), ignored=frozenset({"auto_load"}))
 _FUNCTION_REF_KEYS = KeySpec(
@@ -97,6 +100,7 @@ def parse_mcp_remote(ck: Checker, config: dict[str, Any], path: KeyPath) -> McpR
     cache_ttl = opt_number(ck, config, "cache_ttl", path, 0.0, minimum=0)
     sources = _tool_sources(ck, config, path)
     auth = _auth(ck, config, headers, path)
+    client = parse_client_config(ck, config, path)
     if server is None or auth is _BAD_AUTH:
         return None
     ck.secret_url(server)
@@ -107,6 +111,7 @@ def parse_mcp_remote(ck: Checker, config: dict[str, Any], path: KeyPath) -> McpR
         cache_ttl=cache_ttl,
         tool_sources=sources,
         auth=auth if isinstance(auth, OAuthConfig) else None,
+        client=client,
     )
 
 
@@ -150,6 +155,7 @@ def parse_mcp_local(ck: Checker, config: dict[str, Any], path: KeyPath) -> McpLo
         max_concurrency=opt_int(ck, config, "max_concurrency", path, 1, minimum=1),
         call_timeout=opt_number(ck, config, "call_timeout", path, 60.0, positive=True),
         max_restarts=opt_int(ck, config, "max_restarts", path, 1, minimum=0),
+        client=parse_client_config(ck, config, path),
     )
     return settings if command is not None else None
 
@@ -270,6 +276,9 @@ def make_remote_source(source_id: str, settings: McpRemoteConfig, ctx: SourceCon
         on_auth=ctx.on_auth,
         reveal=ctx.reveal,
         interactive=ctx.interactive,
+        events=ctx.events,
+        elicitor=ctx.elicitor,
+        workflow_dir=ctx.workflow_dir,
     )
 
 
@@ -286,6 +295,9 @@ def make_local_source(source_id: str, settings: McpLocalConfig, ctx: SourceConte
         log_path=log_path,
         on_restart=ctx.on_restart,
         redact=ctx.redact,
+        events=ctx.events,
+        elicitor=ctx.elicitor,
+        workflow_dir=ctx.workflow_dir,
     )
 
 

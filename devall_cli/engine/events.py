@@ -82,11 +82,14 @@ class ServerReadyEvent(Event):
 
 @dataclass(frozen=True, kw_only=True)
 class ServerLogEvent(Event):
-    """One log line of a local server (stderr or non-JSON stdout)."""
+    """One log line of a server: a local server's stderr or non-JSON stdout, or a log message
+    it sent (`notifications/message`, any transport; then `level` and `logger` are set)."""
 
     kind: ClassVar[str] = "server.log"
     server_id: str
     line: str
+    level: str | None = None
+    logger: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -339,6 +342,7 @@ class ToolResultEvent(Event):
     is_error: bool = False
     error_class: str | None = None
     duration_ms: float = 0.0
+    meta: Mapping[str, Any] | None = None  # the result's `_meta` (MCP), as the server sent it
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -445,63 +449,3 @@ def event_to_dict(event: Event) -> dict[str, Any]:
     for name in _payload_fields(type(event)):
         data[name] = _plain(getattr(event, name))
     return data
-
-
-class BusToolEvents:
-    """The tool layer's reports (tools.base.ToolEvents) as events on a bus."""
-
-    def __init__(self, bus: EventBus, run_id: str) -> None:
-        self._bus = bus
-        self._run_id = run_id
-
-    def server_starting(self, server_id: str, source: str, target: str) -> None:
-        """`server.starting`."""
-        self._bus.emit(
-            ServerStartingEvent(
-                run_id=self._run_id, server_id=server_id, source=source, target=target
-            )
-        )
-
-    def server_ready(self, server_id: str, info: Any, tools: int, pid: int | None) -> None:
-        """`server.ready`."""
-        self._bus.emit(
-            ServerReadyEvent(
-                run_id=self._run_id,
-                server_id=server_id,
-                protocol_version=info.protocol_version,
-                server_name=info.server_name,
-                tools=tools,
-                connect_ms=info.connect_ms,
-                pid=pid,
-            )
-        )
-
-    def server_exited(self, server_id: str, status: str, message: str) -> None:
-        """`server.exited`."""
-        self._bus.emit(
-            ServerExitedEvent(
-                run_id=self._run_id, server_id=server_id, status=status, message=message
-            )
-        )
-
-    def server_log(self, server_id: str, line: str) -> None:
-        """`server.log`."""
-        self._bus.emit(ServerLogEvent(run_id=self._run_id, server_id=server_id, line=line))
-
-    def server_restarted(self, server_id: str, attempt: int) -> None:
-        """`server.restarted`."""
-        self._bus.emit(
-            ServerRestartedEvent(run_id=self._run_id, server_id=server_id, attempt=attempt)
-        )
-
-    def server_auth(self, server_id: str, notice: Any) -> None:
-        """`server.auth`."""
-        self._bus.emit(
-            ServerAuthEvent(
-                run_id=self._run_id,
-                server_id=server_id,
-                step=notice.step,
-                message=notice.message,
-                url=notice.url,
-            )
-        )

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from devall_cli.config.model import AgentConfig, Workflow
-from devall_cli.engine.events import BusToolEvents, EventBus, RunFinishedEvent, RunStartedEvent
+from devall_cli.engine.events import EventBus, RunFinishedEvent, RunStartedEvent
 from devall_cli.engine.graph import (
     DEFAULT_MAX_STEPS,
     GraphOutcome,
@@ -22,6 +22,7 @@ from devall_cli.engine.graph import (
     RunEnv,
 )
 from devall_cli.engine.recorder import RunResult
+from devall_cli.engine.tool_events import BusToolEvents
 from devall_cli.errors import DevallError, ExitCode
 from devall_cli.graphview.shape import shape_of, to_dict
 from devall_cli.memory.bank import MemoryContext

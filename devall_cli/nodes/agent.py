@@ -34,6 +34,7 @@ from devall_cli.memory.config import parse_memory_refs
 from devall_cli.messages import ASSISTANT, SYSTEM, USER, Message, input_sections
 from devall_cli.nodes.agent_calls import run_calls
 from devall_cli.nodes.agent_memory import AgentMemory
+from devall_cli.nodes.agent_sampling import NodeSampler
 from devall_cli.nodes.agent_thinking import AgentThinking
 from devall_cli.nodes.base import NODE_TYPES, NodeRun, NodeType
 from devall_cli.providers.base import AssistantMessage, Provider
@@ -43,7 +44,7 @@ from devall_cli.skills.config import parse_skills
 from devall_cli.skills.tools import SkillTools
 from devall_cli.thinking.base import GEN, parse_thinking
 from devall_cli.tools.attachments import AttachmentStore
-from devall_cli.tools.base import ToolSpec
+from devall_cli.tools.base import Sampler, ToolSpec
 from devall_cli.tools.normalize import render_for_model
 
 COMMON_KEYS = frozenset(
@@ -249,12 +250,20 @@ async def run_agent(run: NodeRun) -> list[Message]:
         reply = await _ask_model(run.path, 1, request, [], provider, run, stage=stage)
         return reply.content or ""
 
+    async def ask_with(
+        other: Provider, stage: str, request: Sequence[Mapping[str, Any]]
+    ) -> AssistantMessage:
+        # A server's sampling request: traced like a thinking stage's call, on its own provider.
+        return await _ask_model(run.path, 1, request, [], other, run, stage=stage)
+
+    sampler = NodeSampler(config, lambda cfg: run.make_provider(cfg, run.state), ask_with)
+
     try:
         if thinking is not None:
             await thinking.before(messages, ask)
         if memory is not None:
             await memory.insert(messages, GEN, config.input_mode)
-        text = await _loop(run.path, config, messages, specs, provider, run, skills)
+        text = await _loop(run.path, config, messages, specs, provider, run, skills, sampler)
         if thinking is not None:
             text = await thinking.after(text, ask)
         if memory is not None:
@@ -274,6 +283,7 @@ async def _loop(
     provider: Provider,
     run: NodeRun,
     skills: SkillTools | None = None,
+    sampler: Sampler | None = None,
 ) -> str:
     by_name = {spec.name: spec for spec in specs}
     round_no = 0
@@ -289,7 +299,7 @@ async def _loop(
                 f"tool_loop_limit={config.tool_loop_limit} rounds of tool calls",
                 details=["raise params.tool_loop_limit if the task needs more rounds"],
             )
-        results = await run_calls(node_id, reply.tool_calls, by_name, run, skills)
+        results = await run_calls(node_id, reply.tool_calls, by_name, run, skills, sampler)
         for call, result in zip(reply.tool_calls, results, strict=True):
             messages.append(
                 {

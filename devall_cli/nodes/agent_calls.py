@@ -1,6 +1,8 @@
 """The tool calls of one model turn of an agent: run concurrently, traced as `tool.call` and
 `tool.result` events; skill tools are answered by the visit's skills, and a tool the active skill
-does not allow is refused, without reaching its server."""
+does not allow is refused, without reaching its server. Each call carries its `CallContext`:
+the node's model answers the server's sampling requests, and the operator's terminal (what the
+command put in `NodeRun.extras[ELICITOR]`) its elicitation requests."""
 
 from __future__ import annotations
 
@@ -20,8 +22,18 @@ from devall_cli.errors import DevallError
 from devall_cli.nodes.base import NodeRun
 from devall_cli.providers.base import ToolCall
 from devall_cli.skills.tools import SkillTools
-from devall_cli.tools.base import AttachmentBlock, TextBlock, ToolResult, ToolSpec
+from devall_cli.tools.base import (
+    AttachmentBlock,
+    CallContext,
+    Elicitor,
+    Sampler,
+    TextBlock,
+    ToolResult,
+    ToolSpec,
+)
 from devall_cli.tools.normalize import blocks_to_json
+
+ELICITOR = "elicitor"  # the key of the operator's terminal form in NodeRun.extras
 
 
 async def run_calls(
@@ -30,12 +42,14 @@ async def run_calls(
     by_name: Mapping[str, ToolSpec],
     run: NodeRun,
     skills: SkillTools | None,
+    sampler: Sampler | None = None,
 ) -> list[ToolResult]:
     """Execute the calls of one turn concurrently; results in the order of the calls."""
     if len(calls) == 1:  # the common case: no task to spawn, no other call to stop on failure
-        return [await _run_call(node_id, calls[0], by_name, run, skills)]
+        return [await _run_call(node_id, calls[0], by_name, run, skills, sampler)]
     tasks = [
-        asyncio.create_task(_run_call(node_id, call, by_name, run, skills)) for call in calls
+        asyncio.create_task(_run_call(node_id, call, by_name, run, skills, sampler))
+        for call in calls
     ]
     try:
         await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
@@ -84,6 +98,7 @@ class _CallTrace:
             is_error=result.is_error,
             error_class=result.error_class,
             duration_ms=duration_ms,
+            meta=result.meta,
         )
 
     def _fields(self) -> dict[str, Any]:
@@ -97,6 +112,7 @@ async def _run_call(
     by_name: Mapping[str, ToolSpec],
     run: NodeRun,
     skills: SkillTools | None,
+    sampler: Sampler | None = None,
 ) -> ToolResult:
     trace = _CallTrace.of(node_id, call, by_name.get(call.name), run.run_id)
     run.emit(trace.call_event(call.arguments))
@@ -108,8 +124,10 @@ async def _run_call(
     elif answered is not None:
         result = answered
     else:
+        elicitor: Elicitor | None = run.extras.get(ELICITOR)
+        context = CallContext(node_id, call.id, call.name, sampler=sampler, elicitor=elicitor)
         try:
-            result = await run.tools.call(node_id, call.name, call.arguments)
+            result = await run.tools.call(node_id, call.name, call.arguments, context=context)
         except DevallError as exc:
             error_class = str(getattr(exc, "status", "") or type(exc).__name__)
             failed = _error_result(call.name, exc.message, error_class)

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from devall_cli.memory.bank import MemoryBank
     from devall_cli.memory.base import MemoryRefConfig
     from devall_cli.providers.base import Provider
-    from devall_cli.tools.base import ToolResult, ToolSpec
+    from devall_cli.tools.base import CallContext, ToolResult, ToolSpec
 
 
 class ToolDispatcher(Protocol):
@@ -33,8 +33,18 @@ class ToolDispatcher(Protocol):
         """The tools offered to this node's model."""
         ...
 
-    async def call(self, node_id: str, name: str, arguments: Mapping[str, Any]) -> ToolResult:
-        """Call a tool by final name; tool failures come back as `is_error` results."""
+    async def call(
+        self,
+        node_id: str,
+        name: str,
+        arguments: Mapping[str, Any],
+        *,
+        context: CallContext | None = None,
+    ) -> ToolResult:
+        """Call a tool by final name; tool failures come back as `is_error` results.
+
+        `context` is who answers what the server asks during the call (the node's model).
+        """
         ...
 
 

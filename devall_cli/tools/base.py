@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -19,6 +19,10 @@ class RawTool:
     description: str = ""
     input_schema: Mapping[str, Any] = EMPTY
     meta: Mapping[str, Any] = EMPTY
+    title: str | None = None
+    annotations: Mapping[str, Any] | None = None  # readOnlyHint, destructiveHint, ...
+    output_schema: Mapping[str, Any] | None = None
+    task_support: str | None = None  # `execution.taskSupport`: forbidden | optional | required
 
 
 @dataclass(frozen=True)
@@ -32,6 +36,9 @@ class ToolSpec:
     source: SourceKind
     server: str  # display target: URL, command line or functions directory (secrets masked later)
     source_id: str  # key of the ToolSource that executes it
+    title: str | None = None
+    annotations: Mapping[str, Any] | None = None
+    output_schema: Mapping[str, Any] | None = None
 
 
 # --- result blocks (SPEC.md §6) ------------------------------------------------------------
@@ -39,13 +46,20 @@ class ToolSpec:
 
 @dataclass(frozen=True)
 class TextBlock:
-    """Text content, or an embedded text resource (then `uri`/`mime_type` are set)."""
+    """Text content, or an embedded text resource (then `uri`/`mime_type` are set).
+
+    `annotations` and `meta` are the content item's own (`annotations`, `_meta`);
+    `resource_meta` is the `_meta` of an embedded resource's contents.
+    """
 
     text: str
     tool_name: str = ""
     uri: str | None = None
     mime_type: str | None = None
     source: str = "mcp_tool"
+    annotations: Mapping[str, Any] | None = None
+    meta: Mapping[str, Any] | None = None
+    resource_meta: Mapping[str, Any] | None = None
     type: Literal["text"] = "text"
 
 
@@ -61,12 +75,33 @@ class AttachmentBlock:
     tool_name: str = ""
     uri: str | None = None
     source: str = "mcp_tool"
+    annotations: Mapping[str, Any] | None = None
+    meta: Mapping[str, Any] | None = None
+    resource_meta: Mapping[str, Any] | None = None
     type: Literal["attachment"] = "attachment"
 
 
 @dataclass(frozen=True)
+class ResourceLinkBlock:
+    """A link to a resource the server did not inline (`resource_link` content)."""
+
+    uri: str
+    name: str | None = None
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+    size: int | None = None
+    icons: tuple[Mapping[str, Any], ...] | None = None
+    tool_name: str = ""
+    source: str = "mcp_tool"
+    annotations: Mapping[str, Any] | None = None
+    meta: Mapping[str, Any] | None = None
+    type: Literal["resource_link"] = "resource_link"
+
+
+@dataclass(frozen=True)
 class DataBlock:
-    """Structured data: a resource link, or structured content without content blocks."""
+    """Structured data: a tool's `structuredContent` (or what a function returned as data)."""
 
     data: Mapping[str, Any]
     tool_name: str = ""
@@ -74,7 +109,7 @@ class DataBlock:
     type: Literal["data"] = "data"
 
 
-Block = TextBlock | AttachmentBlock | DataBlock
+Block = TextBlock | AttachmentBlock | ResourceLinkBlock | DataBlock
 
 
 @dataclass(frozen=True)
@@ -85,6 +120,7 @@ class ToolResult:
     is_error: bool = False
     error_class: str | None = None  # tool_error | unknown_tool | timeout | server_exited | ...
     duration_ms: float = 0.0
+    meta: Mapping[str, Any] | None = None  # the result's `_meta`, as the server sent it
 
 
 @dataclass(frozen=True)
@@ -109,6 +145,89 @@ class AuthNotice:
 
 
 AuthCallback = Callable[[str, AuthNotice], None]  # (source_id, notice)
+# --- what a server may ask during a call (MCP sampling and elicitation) ------------------------
+
+
+@dataclass(frozen=True)
+class SamplingRequest:
+    """A server asks the calling node's model for a reply (`sampling/createMessage`).
+
+    `messages` are OpenAI Chat Completions messages (the providers' own format);
+    `max_tokens` is already capped by `sampling_max_tokens`.
+    """
+
+    messages: tuple[Mapping[str, Any], ...]
+    max_tokens: int
+    system_prompt: str | None = None
+    temperature: float | None = None
+    stop_sequences: tuple[str, ...] = ()
+    model_hints: tuple[str, ...] = ()  # names from `modelPreferences.hints` (advice only)
+
+
+@dataclass(frozen=True)
+class SamplingReply:
+    """The model's answer to a sampling request."""
+
+    text: str
+    model: str
+    stop_reason: str = "endTurn"
+
+
+class Sampler(Protocol):
+    """Answers sampling requests with the model of the node whose tool call is running."""
+
+    async def sample(self, request: SamplingRequest) -> SamplingReply:
+        """The model's reply; a DevallError when the model cannot be reached."""
+        ...
+
+
+@dataclass(frozen=True)
+class ElicitationRequest:
+    """A server asks the operator for input (`elicitation/create`): a form, or a URL to visit."""
+
+    server_id: str
+    message: str
+    mode: str = "form"  # form | url
+    schema: Mapping[str, Any] = EMPTY  # the requested schema of a form
+    url: str | None = None  # the page of a URL elicitation
+    node_id: str = ""
+    tool: str = ""
+
+
+@dataclass(frozen=True)
+class ElicitationAnswer:
+    """What the operator (or the config) answered: accept with content, decline or cancel."""
+
+    action: str  # accept | decline | cancel
+    content: Mapping[str, Any] | None = None
+
+
+class Elicitor(Protocol):
+    """Asks the operator: the terminal form of `devall run` and `devall tools call`."""
+
+    @property
+    def channel(self) -> str:
+        """Where the answer comes from (`terminal`), recorded with it."""
+        ...
+
+    async def elicit(self, request: ElicitationRequest) -> ElicitationAnswer:
+        """The operator's answer."""
+        ...
+
+
+@dataclass(frozen=True)
+class CallContext:
+    """The tool call a request from a server belongs to, and who answers for it.
+
+    The node running the call supplies it: its model answers sampling requests, and the
+    operator's terminal (when there is one) answers elicitation requests.
+    """
+
+    node_id: str = ""
+    call_id: str = ""
+    tool: str = ""  # the final name the node called
+    sampler: Sampler | None = None
+    elicitor: Elicitor | None = None
 
 
 class ToolEvents(Protocol):
@@ -140,6 +259,55 @@ class ToolEvents(Protocol):
         """A step of a remote server's OAuth authorization."""
         ...
 
+    def server_message(self, server_id: str, level: str, logger: str | None, text: str) -> None:
+        """A `notifications/message` log message of a server (any transport)."""
+        ...
+
+    def tool_progress(
+        self,
+        server_id: str,
+        call: CallContext,
+        progress: float,
+        total: float | None,
+        message: str | None,
+    ) -> None:
+        """A `notifications/progress` for a running call."""
+        ...
+
+    def elicitation_requested(
+        self, server_id: str, call: CallContext | None, request: ElicitationRequest, policy: str
+    ) -> None:
+        """A server asks the operator; `policy` says how devall will answer."""
+        ...
+
+    def elicitation_answered(
+        self, server_id: str, call: CallContext | None, answer: ElicitationAnswer, channel: str
+    ) -> None:
+        """The answer sent back (`channel`: terminal, config or none)."""
+        ...
+
+    def sampling_requested(
+        self, server_id: str, call: CallContext | None, request: SamplingRequest
+    ) -> None:
+        """A server asks the calling node's model."""
+        ...
+
+    def sampling_answered(
+        self,
+        server_id: str,
+        call: CallContext | None,
+        status: str,
+        reply: SamplingReply | None,
+        error: str | None,
+        duration_ms: float,
+    ) -> None:
+        """The sampling outcome: `ok` with the reply, or `failed` with the reason."""
+        ...
+
+    def roots_sent(self, server_id: str, roots: Sequence[str], reason: str) -> None:
+        """The roots a server was given (`listed`) or told have changed (`changed`)."""
+        ...
+
 
 class ToolSource(Protocol):
     """One place tools come from: an MCP session or a functions directory."""
@@ -167,8 +335,13 @@ class ToolSource(Protocol):
         """The tools as the source lists them."""
         ...
 
-    async def call_tool(self, name: str, arguments: Mapping[str, Any]) -> ToolResult:
-        """Call by original name; tool failures come back as `is_error` results."""
+    async def call_tool(
+        self, name: str, arguments: Mapping[str, Any], *, context: CallContext | None = None
+    ) -> ToolResult:
+        """Call by original name; tool failures come back as `is_error` results.
+
+        `context` names the calling node and who answers the server's requests during the call.
+        """
         ...
 
     async def close(self) -> None:

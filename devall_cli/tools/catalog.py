@@ -11,7 +11,7 @@ from typing import Any
 from devall_cli.config.model import Workflow
 from devall_cli.errors import UsageError
 from devall_cli.nodes.base import node_tooling, walk_nodes
-from devall_cli.tools.base import ToolResult, ToolSpec
+from devall_cli.tools.base import CallContext, ToolResult, ToolSpec
 from devall_cli.tools.manager import ToolManager
 
 
@@ -26,6 +26,9 @@ class ListedTool:
     server: str
     description: str
     input_schema: Mapping[str, Any]
+    title: str | None = None
+    annotations: Mapping[str, Any] | None = None
+    output_schema: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,9 @@ async def list_workflow_tools(manager: ToolManager, node: str | None = None) -> 
                     spec.server,
                     spec.description,
                     spec.input_schema,
+                    spec.title,
+                    spec.annotations,
+                    spec.output_schema,
                 )
             else:
                 rows[key] = ListedTool(**{**row.__dict__, "nodes": (*row.nodes, node_id)})
@@ -100,7 +106,8 @@ async def call_workflow_tool(
     """Call one tool as a node would; the node is found by tool name unless given."""
     node_id, spec = await find_workflow_tool(manager, tool, node)
     t0 = time.monotonic()
-    result = await manager.call(node_id, tool, arguments)
+    context = CallContext(node_id=node_id, call_id="tools-call", tool=tool)
+    result = await manager.call(node_id, tool, arguments, context=context)
     return CallOutcome(spec, node_id, result, (time.monotonic() - t0) * 1000)
 
 

@@ -39,7 +39,14 @@ from devall_cli.config.model import EMPTY, FunctionToolingConfig
 from devall_cli.errors import ConfigError
 from devall_cli.tools.arguments import ArgumentChecker
 from devall_cli.tools.attachments import AttachmentStore
-from devall_cli.tools.base import RawTool, ServerInfo, SourceKind, TextBlock, ToolResult
+from devall_cli.tools.base import (
+    CallContext,
+    RawTool,
+    ServerInfo,
+    SourceKind,
+    TextBlock,
+    ToolResult,
+)
 from devall_cli.tools.normalize import normalize_value
 
 T = TypeVar("T")
@@ -215,8 +222,10 @@ class FunctionSource:
             for info in (await self._resolved()).values()
         ]
 
-    async def call_tool(self, name: str, arguments: Mapping[str, Any]) -> ToolResult:
-        """Check the arguments, then call the function in a worker thread.
+    async def call_tool(
+        self, name: str, arguments: Mapping[str, Any], *, context: CallContext | None = None
+    ) -> ToolResult:
+        """Check the arguments, then call the function in a worker thread (`context` unused).
 
         Every failure of the call comes back as an error result: `invalid_arguments` (the
         function was not called), `timeout`, or `tool_error` with what it raised.

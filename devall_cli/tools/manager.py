@@ -19,6 +19,8 @@ from devall_cli.node_paths import declared_path
 from devall_cli.tools.base import (
     AuthCallback,
     AuthNotice,
+    CallContext,
+    Elicitor,
     RawTool,
     ServerInfo,
     TextBlock,
@@ -96,6 +98,7 @@ class ToolManager:
         import_functions: bool = True,
         make_source: SourceMaker = build_source,
         on_auth: AuthCallback | None = None,
+        elicitor: Elicitor | None = None,
     ) -> None:
         self.workflow = workflow
         self._make_source = make_source  # a batch hands out the servers its tasks share
@@ -119,12 +122,15 @@ class ToolManager:
             import_functions=import_functions,
             on_auth=self._on_auth,
             reveal=workflow.redactor.add,
+            events=events,
+            elicitor=elicitor,
         )
         self._sources: dict[str, ToolSource] = {}
         self._infos: dict[str, ServerInfo] = {}
         self._listed: dict[str, tuple[float, list[RawTool]]] = {}
         self._routes: dict[str, dict[str, Route]] = {}
         self._specs: dict[str, list[ToolSpec]] = {}
+        self._warned: set[tuple[str, str]] = set()  # (source id, tool) refused for needing tasks
 
     # --- events ------------------------------------------------------------------------------
 
@@ -233,7 +239,7 @@ class ToolManager:
         declared: set[str] = set()
         for index, tooling in enumerate(self.plan.tooling.get(node_path, ())):
             plan = self.plan.source(self.plan.entries[(node_path, index)])
-            for raw in _filter(await self.list_source(plan.id), plan):
+            for raw in self._offerable(_filter(await self.list_source(plan.id), plan), plan):
                 final = tooling.final_name(raw.name)
                 if final in declared:
                     raise _duplicate(final, tooling.path)
@@ -254,6 +260,9 @@ class ToolManager:
                 source=plan.kind,
                 server=plan.target,
                 source_id=plan.id,
+                title=raw.title,
+                annotations=raw.annotations,
+                output_schema=raw.output_schema,
             )
             for name, (_, plan, raw) in zip(names, offered, strict=True)
         ]
@@ -261,10 +270,40 @@ class ToolManager:
         self._specs[node_id] = specs
         return specs
 
+    def _offerable(self, tools: list[RawTool], plan: SourcePlan) -> list[RawTool]:
+        """The tools a model may be offered: not those that can only run as tasks (warned once)."""
+        kept: list[RawTool] = []
+        for tool in tools:
+            if tool.task_support != "required":
+                kept.append(tool)
+                continue
+            if (plan.id, tool.name) not in self._warned:
+                self._warned.add((plan.id, tool.name))
+                self._warn(
+                    plan.id,
+                    f"tool '{tool.name}' can only be called as a task (execution.taskSupport: "
+                    "required), which devall does not support; it is not offered to models",
+                )
+        return kept
+
+    def _warn(self, source_id: str, message: str) -> None:
+        if self._events is not None:
+            self._events.server_message(source_id, "warning", "devall", message)
+
     # --- calling -----------------------------------------------------------------------------
 
-    async def call(self, node_id: str, name: str, arguments: Mapping[str, Any]) -> ToolResult:
-        """Call a tool by the final name the node offered; unknown names are error results."""
+    async def call(
+        self,
+        node_id: str,
+        name: str,
+        arguments: Mapping[str, Any],
+        *,
+        context: CallContext | None = None,
+    ) -> ToolResult:
+        """Call a tool by the final name the node offered; unknown names are error results.
+
+        `context` goes to the source: who answers what its server asks during the call.
+        """
         if node_id not in self._routes:
             await self.specs_for(node_id)
         route = self._routes[node_id].get(name)
@@ -277,7 +316,8 @@ class ToolManager:
         if route.source_id not in self._infos:
             await self.start_source(self.plan.source(route.source_id))
         with self._masking():
-            result = await self._sources[route.source_id].call_tool(route.original_name, arguments)
+            source = self._sources[route.source_id]
+            result = await source.call_tool(route.original_name, arguments, context=context)
         # One place for every source: what the trace, the logs and the model keep is bounded.
         blocks = cap_blocks(result.blocks, limits.TOOL_RESULT_CHARS)
         return result if blocks == result.blocks else dataclasses.replace(result, blocks=blocks)

@@ -21,7 +21,15 @@ from typing import Any
 from devall_cli.config.model import McpLocalConfig
 from devall_cli.errors import ConfigError, DevallError, ServerDiedError, ServerStartError
 from devall_cli.tools.attachments import AttachmentStore
-from devall_cli.tools.base import LogCallback, RawTool, TextBlock, ToolResult
+from devall_cli.tools.base import (
+    CallContext,
+    Elicitor,
+    LogCallback,
+    RawTool,
+    TextBlock,
+    ToolEvents,
+    ToolResult,
+)
 from devall_cli.tools.mcp_session import McpSessionSource
 from devall_cli.tools.stdio_process import EXIT_DRAIN, StdioProcess
 from devall_cli.tools.stdio_transport import SupervisedStdioTransport
@@ -51,6 +59,9 @@ class LocalSource(McpSessionSource):
         log_path: Path | None = None,
         on_restart: RestartCallback | None = None,
         redact: Callable[[str], str] | None = None,
+        events: ToolEvents | None = None,
+        elicitor: Elicitor | None = None,
+        workflow_dir: Path | None = None,
     ) -> None:
         super().__init__(
             id=id,
@@ -60,6 +71,11 @@ class LocalSource(McpSessionSource):
             store=store,
             on_log=on_log,
             max_concurrency=config.max_concurrency,
+            client_config=config.client,
+            events=events,
+            elicitor=elicitor,
+            # The workflow's folder and the server's working folder (devall's unless `cwd`).
+            default_roots=[*([workflow_dir] if workflow_dir else []), Path(config.cwd or ".")],
         )
         self.config = config
         self.log_path = log_path
@@ -105,14 +121,19 @@ class LocalSource(McpSessionSource):
         return await super().list_tools()
 
     async def call_tool(
-        self, name: str, arguments: Mapping[str, Any], *, timeout: float | None = None
+        self,
+        name: str,
+        arguments: Mapping[str, Any],
+        *,
+        timeout: float | None = None,
+        context: CallContext | None = None,
     ) -> ToolResult:
         """Call a tool; a server dying during the call gives a `server_exited` error result."""
         await self._restart_if_gone()
         before = self._process
         started = time.perf_counter()
         try:
-            return await super().call_tool(name, arguments, timeout=timeout)
+            return await super().call_tool(name, arguments, timeout=timeout, context=context)
         except ServerDiedError:
             # The process the call went to: the one from before, unless the call started anew.
             candidates = (before, self._process)
@@ -234,12 +255,12 @@ class LocalSource(McpSessionSource):
             await asyncio.wait_for(process.exited.wait(), EXIT_WAIT)
         return True
 
-    def _log(self, line: str) -> None:
+    def _log(self, line: str, *, notify: bool = True) -> None:
         # Notes and server notifications join the process log (tail, log file, on_log).
         if self._process is not None:
-            self._process.log_line(line, match=False)
+            self._process.log_line(line, match=False, notify=notify)
         else:
-            super()._log(line)
+            super()._log(line, notify=notify)
 
 
 def _is_gone(process: StdioProcess) -> bool:

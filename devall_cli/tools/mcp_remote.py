@@ -13,6 +13,7 @@ parser refuses the whole message otherwise), as for every other foreign text (se
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -23,7 +24,7 @@ from devall_cli.config.model import McpRemoteConfig
 from devall_cli.errors import DevallError
 from devall_cli.text import clean_json_escapes
 from devall_cli.tools.attachments import AttachmentStore
-from devall_cli.tools.base import AuthCallback, AuthNotice, LogCallback
+from devall_cli.tools.base import AuthCallback, AuthNotice, Elicitor, LogCallback, ToolEvents
 from devall_cli.tools.mcp_session import McpSessionSource
 
 if TYPE_CHECKING:
@@ -55,6 +56,9 @@ class RemoteSource(McpSessionSource):
         on_auth: AuthCallback | None = None,
         reveal: Callable[[str], None] | None = None,
         interactive: bool = True,
+        events: ToolEvents | None = None,
+        elicitor: Elicitor | None = None,
+        workflow_dir: Path | None = None,
     ) -> None:
         super().__init__(
             id=id,
@@ -64,6 +68,10 @@ class RemoteSource(McpSessionSource):
             store=store,
             on_log=on_log,
             max_concurrency=max_concurrency,
+            client_config=config.client,
+            events=events,
+            elicitor=elicitor,
+            default_roots=[workflow_dir] if workflow_dir else [],
         )
         self.config = config
         self._last_status: int | None = None

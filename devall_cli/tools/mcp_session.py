@@ -26,12 +26,13 @@ import dataclasses
 import logging
 import time
 from collections import Counter, deque
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from fastmcp import Client
 from mcp import MCPError
 
+from devall_cli.config.mcp_client import DEFAULT_CLIENT, McpClientConfig
 from devall_cli.errors import (
     DevallConnectionError,
     DevallError,
@@ -40,7 +41,16 @@ from devall_cli.errors import (
     ServerUnreachableError,
 )
 from devall_cli.text import clean_value
-from devall_cli.tools.base import LogCallback, RawTool, ServerInfo, SourceKind, ToolResult
+from devall_cli.tools.base import (
+    CallContext,
+    Elicitor,
+    LogCallback,
+    RawTool,
+    ServerInfo,
+    SourceKind,
+    ToolEvents,
+    ToolResult,
+)
 from devall_cli.tools.json_limits import JsonLimitError, check_value
 from devall_cli.tools.mcp_errors import (
     describe_failure,
@@ -51,12 +61,14 @@ from devall_cli.tools.mcp_errors import (
     translate_exception,
     translate_failure,
 )
-from devall_cli.tools.normalize import normalize_result
+from devall_cli.tools.mcp_requests import CallClock, RunningCall, ServerRequests
+from devall_cli.tools.normalize import json_object, normalize_result, result_meta
 from devall_cli.tools.person_wait import PersonWaits
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import mcp_types
-    from fastmcp.client.logging import LogMessage
 
     from devall_cli.tools.attachments import AttachmentStore
 
@@ -72,6 +84,9 @@ CONNECT_GRACE = 0.5
 # the client's own timeout (which also cancels the request on the server) usually wins, makes
 # every request end at its timeout all the same.
 REQUEST_GRACE = 0.25
+# devall bounds each call itself (`_bounded`), pausing the bound while the operator or the model
+# answers the server; the SDK's own per-request timeout could not pause, so it is set far off.
+SDK_CALL_TIMEOUT = 24 * 3600.0
 
 # Where structuredContent sits in a response: message (1), result (2), structuredContent (3).
 STRUCTURED_CONTENT_LEVEL = 3
@@ -97,6 +112,10 @@ class McpSessionSource:
         store: AttachmentStore | None = None,
         on_log: LogCallback | None = None,
         max_concurrency: int = 1,
+        client_config: McpClientConfig = DEFAULT_CLIENT,
+        events: ToolEvents | None = None,
+        elicitor: Elicitor | None = None,
+        default_roots: Sequence[Path] = (),
     ) -> None:
         self.id = id
         self.target = target
@@ -113,6 +132,15 @@ class McpSessionSource:
         self._closed = False
         self._recent_log: deque[str] = deque(maxlen=LOG_TAIL_LINES)
         self.waits = PersonWaits()  # the bounds below stop while someone signs in (OAuth)
+        self.requests = ServerRequests(
+            server_id=id,
+            settings=client_config,
+            events=events,
+            elicitor=elicitor,
+            default_roots=default_roots,
+            # With events, a server's log message becomes a `server.log` event of its own.
+            note=lambda line: self._log(line, notify=events is None),
+        )
 
     # --- what subclasses provide -------------------------------------------------------------
 
@@ -160,26 +188,27 @@ class McpSessionSource:
         """The server's tools, connecting first if needed."""
         tools = await self._with_retries("list", self._list_once)
         self._check_unique([tool.name for tool in tools])
-        return [
-            RawTool(
-                name=tool.name,
-                description=tool.description or "",
-                input_schema=dict(tool.input_schema or {}),
-                meta=dict(tool.meta or {}),
-            )
-            for tool in tools
-        ]
+        return [_raw_tool(tool) for tool in tools]
 
     async def call_tool(
-        self, name: str, arguments: Mapping[str, Any], *, timeout: float | None = None
+        self,
+        name: str,
+        arguments: Mapping[str, Any],
+        *,
+        timeout: float | None = None,
+        context: CallContext | None = None,
     ) -> ToolResult:
-        """Call a tool; tool failures and timeouts come back as error results."""
+        """Call a tool; tool failures and timeouts come back as error results.
+
+        `context` answers what the server asks during the call (see mcp_requests.py).
+        """
         limit = self.request_timeout if timeout is None else timeout
         started = time.perf_counter()
         # A lone surrogate cannot be serialized: the request would fail and the session with it.
         cleaned: dict[str, Any] = clean_value(dict(arguments))
         async with self._limiter:
-            outcome = await self._call_with_recovery(name, cleaned, limit)
+            with self.requests.calling(context) as call:
+                outcome = await self._call_with_recovery(name, cleaned, limit, call)
         duration_ms = (time.perf_counter() - started) * 1000
         if isinstance(outcome, ToolResult):
             return ToolResult(
@@ -201,6 +230,7 @@ class McpSessionSource:
             is_error=bool(outcome.is_error),
             error_class=error_class,
             duration_ms=duration_ms,
+            meta=result_meta(outcome),
         )
 
     async def request(self, operation: Callable[[Client[Any]], Awaitable[T]]) -> T:
@@ -289,6 +319,10 @@ class McpSessionSource:
         )
         self._client = client
         self._generation += 1
+        self.requests.session_started()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self.request_timeout):
+                await self.requests.apply_log_level(client)
 
     async def _connect(self, mode: str, transport: Any) -> Client[Any]:
         """Enter a new fastmcp Client on `transport`, bounded by init_timeout."""
@@ -297,7 +331,7 @@ class McpSessionSource:
             timeout=self.request_timeout,
             init_timeout=self._client_init_timeout(),
             mode=mode,
-            log_handler=self._on_server_log,
+            **self.requests.client_kwargs(),
         )
         try:
             async with self.waits.deadline(self.init_timeout + CONNECT_GRACE):
@@ -352,12 +386,29 @@ class McpSessionSource:
             except Exception as exc:
                 raise self._failure(exc, "list") from exc
 
+    async def _call_once(
+        self,
+        client: Client[Any],
+        name: str,
+        arguments: dict[str, Any],
+        limit: float,
+        call: RunningCall,
+    ) -> mcp_types.CallToolResult:
+        await self.requests.check_roots(client)
+        request = client.call_tool_mcp(
+            name,
+            arguments,
+            timeout=SDK_CALL_TIMEOUT,
+            progress_handler=self.requests.progress_handler(call),
+        )
+        return await _bounded(request, limit, self.waits, call.clock)
+
     async def _call_with_recovery(
-        self, name: str, arguments: dict[str, Any], limit: float
+        self, name: str, arguments: dict[str, Any], limit: float, call: RunningCall
     ) -> mcp_types.CallToolResult | ToolResult:
         client, generation = await self._session()
         try:
-            return await self._call_once(client, name, arguments, limit)
+            return await self._call_once(client, name, arguments, limit, call)
         except Exception as exc:
             if not is_session_lost(exc):
                 return self._call_failure(exc, name, limit)
@@ -371,17 +422,11 @@ class McpSessionSource:
             raise self._died(lost)
         client, _ = await self._session()
         try:
-            return await self._call_once(client, name, arguments, limit)
+            return await self._call_once(client, name, arguments, limit, call)
         except Exception as exc:
             if is_session_lost(exc):
                 raise self._died(exc) from exc
             return self._call_failure(exc, name, limit)
-
-    async def _call_once(
-        self, client: Client[Any], name: str, arguments: dict[str, Any], limit: float
-    ) -> mcp_types.CallToolResult:
-        request = client.call_tool_mcp(name, arguments, timeout=limit)
-        return await _bounded(request, limit, self.waits)
 
     def _call_failure(self, exc: BaseException, name: str, limit: float) -> ToolResult:
         """The error result for a failed call, or raise when the failure is not the tool's."""
@@ -406,15 +451,26 @@ class McpSessionSource:
 
     # --- logs --------------------------------------------------------------------------------
 
-    async def _on_server_log(self, message: LogMessage) -> None:
-        """A `notifications/message` from the server becomes a log line."""
-        origin = f" ({message.logger})" if message.logger else ""
-        self._log(f"{message.level}{origin}: {message.data}")
-
-    def _log(self, line: str) -> None:
+    def _log(self, line: str, *, notify: bool = True) -> None:
+        """A line for the server's log; `notify`: also an `on_log` callback (a log event)."""
         self._recent_log.append(line)
-        if self.on_log is not None:
+        if notify and self.on_log is not None:
             self.on_log(self.id, line)
+
+
+def _raw_tool(tool: mcp_types.Tool) -> RawTool:
+    """A listed tool with everything it says about itself."""
+    execution = getattr(tool, "execution", None)
+    return RawTool(
+        name=tool.name,
+        description=tool.description or "",
+        input_schema=dict(tool.input_schema or {}),
+        meta=dict(tool.meta or {}),
+        title=tool.title,
+        annotations=json_object(tool.annotations),
+        output_schema=dict(tool.output_schema) if tool.output_schema else None,
+        task_support=getattr(execution, "task_support", None),
+    )
 
 
 def _refuse_too_deep(result: mcp_types.CallToolResult, name: str) -> ToolResult | None:
@@ -435,28 +491,44 @@ async def _awaited(awaitable: Awaitable[T]) -> T:
     return await awaitable
 
 
-async def _bounded(request: Coroutine[Any, Any, T], limit: float, waits: PersonWaits) -> T:
+async def _bounded(
+    request: Coroutine[Any, Any, T],
+    limit: float,
+    waits: PersonWaits | None = None,
+    clock: CallClock | None = None,
+) -> T:
     """`request`, given up with TimeoutError a moment after `limit` seconds, whatever it waits on.
 
-    A request given up is cancelled but not waited for: on cancellation the SDK still tries, for
-    up to 5 s, to send the server a cancel notification, and over SSE that send waits behind the
-    same hung request. The task ends on its own; `_ABANDONED` holds it until then. Time spent
-    waiting on a person (an OAuth sign-in) does not count.
+    Time spent waiting on a person (`waits`: an OAuth sign-in) or paused on the `clock` (devall
+    answering the server: the operator, the model) does not count. A request given up is
+    cancelled but not waited for: on cancellation the SDK still tries, for up to 5 s, to send
+    the server a cancel notification, and over SSE that send waits behind the same hung
+    request. The task ends on its own; `_ABANDONED` holds it until then.
     """
     task = asyncio.ensure_future(request)
+    loop = asyncio.get_running_loop()
+    end = loop.time() + limit + REQUEST_GRACE
+    waited_before = waits.waited() if waits is not None else 0.0
     try:
-        async with waits.deadline(limit + REQUEST_GRACE):
-            return await asyncio.shield(task)
-    except TimeoutError:
-        if task.done():
-            raise  # the request's own timeout
-        _abandon(task)
-        raise TimeoutError(f"no answer within {limit:g}s") from None
+        while True:
+            paused = clock.extra() if clock is not None else 0.0
+            paused += waits.waited() - waited_before if waits is not None else 0.0
+            left = end + paused - loop.time()
+            if (clock is not None and clock.active) or (waits is not None and waits.waiting):
+                left = PAUSE_CHECK  # look again soon: the pause may end any moment
+            elif left <= 0:
+                break
+            done, _ = await asyncio.wait({task}, timeout=left)
+            if task in done:
+                return task.result()
     except asyncio.CancelledError:
         _abandon(task)
         raise
+    _abandon(task)
+    raise TimeoutError(f"no answer within {limit:g}s")
 
 
+PAUSE_CHECK = 0.25
 _ABANDONED: set[asyncio.Future[Any]] = set()
 
 

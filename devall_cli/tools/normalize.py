@@ -18,11 +18,11 @@ from typing import Any
 from devall_cli import limits
 from devall_cli.text import clean_text, clean_value
 from devall_cli.tools.attachments import AttachmentStore, attachment_name
-from devall_cli.tools.base import AttachmentBlock, Block, DataBlock, TextBlock
+from devall_cli.tools.base import AttachmentBlock, Block, DataBlock, ResourceLinkBlock, TextBlock
 
 DEFAULT_MAX_BASE64_BYTES = limits.BASE64_BYTES
 _WHITESPACE = re.compile(rb"\s+")
-_BLOCK_TYPES = (TextBlock, AttachmentBlock, DataBlock)
+_BLOCK_TYPES = (TextBlock, AttachmentBlock, ResourceLinkBlock, DataBlock)
 _OCTET = "application/octet-stream"
 
 
@@ -31,6 +31,27 @@ def _field(item: Any, name: str, camel: str | None = None) -> Any:
     if isinstance(item, Mapping):
         return item.get(name, item.get(camel) if camel else None)
     return getattr(item, name, None)
+
+
+def json_object(value: Any) -> Mapping[str, Any] | None:
+    """A pydantic model or mapping as a plain JSON object (wire names); None when absent."""
+    if value is None:
+        return None
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        value = dump(by_alias=True, exclude_none=True, mode="json")
+    if isinstance(value, Mapping):
+        return _plain(value) or None
+    return None
+
+
+def _extras(item: Any) -> dict[str, Any]:
+    """A content item's `annotations` and `_meta`, as block fields (absent ones left out)."""
+    extras = {
+        "annotations": json_object(_field(item, "annotations")),
+        "meta": json_object(_field(item, "meta", "_meta")),
+    }
+    return {key: value for key, value in extras.items() if value is not None}
 
 
 class _Converter:
@@ -51,9 +72,11 @@ class _Converter:
     def safe_convert(self, item: Any) -> Block:
         """`convert`, but a malformed item becomes a placeholder rather than an exception."""
         try:
-            return self.convert(item)
+            block = self.convert(item)
         except Exception as exc:  # a server's odd output must not stop the run
             return self.text(f"[unreadable content from {self.tool}: {type(exc).__name__}]")
+        extras = _extras(item)
+        return dataclasses.replace(block, **extras) if extras else block
 
     def convert(self, item: Any) -> Block:
         kind = _field(item, "type")
@@ -65,26 +88,39 @@ class _Converter:
         if kind == "resource":
             return self.resource(_field(item, "resource"))
         if kind == "resource_link":
-            data = {
-                "uri": _str_or_none(_field(item, "uri")),
-                "name": _str_or_none(_field(item, "name")),
-                "mime_type": _str_or_none(_field(item, "mime_type", "mimeType")),
-                "description": _str_or_none(_field(item, "description")),
-            }
-            return DataBlock(data=data, tool_name=self.tool, source=self.source)
+            return self.link(item)
         return self.text(f"[unsupported content type '{kind}' from {self.tool}]")
+
+    def link(self, item: Any) -> ResourceLinkBlock:
+        """A `resource_link`: its own typed block, every field the server sent kept."""
+        size = _field(item, "size")
+        return ResourceLinkBlock(
+            uri=str(_field(item, "uri") or ""),
+            name=_str_or_none(_field(item, "name")),
+            title=_str_or_none(_field(item, "title")),
+            description=_str_or_none(_field(item, "description")),
+            mime_type=_str_or_none(_field(item, "mime_type", "mimeType")),
+            size=size if isinstance(size, int) and not isinstance(size, bool) else None,
+            icons=_icons(_field(item, "icons")),
+            tool_name=self.tool,
+            source=self.source,
+        )
 
     def resource(self, resource: Any) -> Block:
         uri = _str_or_none(_field(resource, "uri"))
         mime = _str_or_none(_field(resource, "mime_type", "mimeType"))
+        meta = json_object(_field(resource, "meta", "_meta"))
         text = _field(resource, "text")
         if isinstance(text, str):
-            return self.text(text, uri=uri, mime_type=mime)
+            return self.text(text, uri=uri, mime_type=mime, resource_meta=meta)
         blob = _field(resource, "blob")
         if blob is None:
             return self.text(f"[unsupported content type 'resource' from {self.tool}]")
         mime = mime or _OCTET
-        return self.binary(blob, kind=kind_for_mime(mime), mime=mime, uri=uri)
+        block = self.binary(blob, kind=kind_for_mime(mime), mime=mime, uri=uri)
+        if meta is not None and isinstance(block, AttachmentBlock):
+            return dataclasses.replace(block, resource_meta=meta)
+        return block
 
     def binary(self, encoded: Any, *, kind: str, mime: str, uri: str | None) -> Block:
         """Decode base64 content and save it, or explain in a text block why not."""
@@ -115,6 +151,13 @@ class _Converter:
             return self.text(f"[failed to save {kind} content from {self.tool}: {exc}]")
 
 
+def _icons(value: Any) -> tuple[Mapping[str, Any], ...] | None:
+    if not isinstance(value, list | tuple) or not value:
+        return None
+    icons = tuple(json_object(icon) for icon in value)
+    return tuple(icon for icon in icons if icon is not None) or None
+
+
 def _str_or_none(value: Any) -> str | None:
     return None if value is None else str(value)
 
@@ -133,16 +176,25 @@ def normalize_result(
     source: str = "mcp_tool",
     max_base64_bytes: int = DEFAULT_MAX_BASE64_BYTES,
 ) -> tuple[Block, ...]:
-    """The blocks of an MCP tool result (fastmcp or SDK `CallToolResult`, or its JSON form)."""
+    """The blocks of an MCP tool result (fastmcp or SDK `CallToolResult`, or its JSON form).
+
+    Every content item becomes a block, with its annotations and `_meta`; `structuredContent`
+    becomes a data block of its own after them, also when there are content blocks.
+    """
     converter = _Converter(tool_name, store, source, max_base64_bytes)
     content = _field(result, "content") or []
     blocks = [converter.safe_convert(item) for item in content]
-    if not blocks:
-        structured = _field(result, "structured_content", "structuredContent")
-        if structured is not None:
-            data = structured if isinstance(structured, Mapping) else {"result": structured}
-            blocks.append(DataBlock(data=data, tool_name=tool_name, source=source))
+    structured = _field(result, "structured_content", "structuredContent")
+    if structured is not None:
+        data = structured if isinstance(structured, Mapping) else {"result": structured}
+        blocks.append(DataBlock(data=data, tool_name=tool_name, source=source))
     return tuple(clean_block(block) for block in blocks)
+
+
+def result_meta(result: Any) -> Mapping[str, Any] | None:
+    """The `_meta` of a tool result, as plain JSON (None when the server sent none)."""
+    meta = _field(result, "meta", "_meta")
+    return clean_value(json_object(meta)) if meta is not None else None
 
 
 def normalize_value(
@@ -198,18 +250,72 @@ def render_block(block: Block) -> str:
         return block.text
     if isinstance(block, AttachmentBlock):
         return f"[{block.kind} saved: {block.path} ({block.mime_type}, {block.size} bytes)]"
+    if isinstance(block, ResourceLinkBlock):
+        return render_link(block.uri, block.name, block.mime_type, block.description)
     return json.dumps(
         _plain(block.data), ensure_ascii=False, separators=(",", ":"), default=str
     )
 
 
+def render_link(
+    uri: str, name: str | None, mime_type: str | None, description: str | None
+) -> str:
+    """`[resource link: name <uri> (mime): description]`."""
+    head = f"{name} <{uri}>" if name else f"<{uri}>"
+    mime = f" ({mime_type})" if mime_type else ""
+    about = f": {description}" if description else ""
+    return f"[resource link: {head}{mime}{about}]"
+
+
 def render_for_model(blocks: Sequence[Block], *, max_chars: int | None = None) -> str:
-    """The text of a tool result for the model; cut with a visible marker past `max_chars`."""
-    text = "\n".join(render_block(block) for block in blocks)
+    """The text of a tool result for the model; cut with a visible marker past `max_chars`.
+
+    Structured content that a text block of the same result already carries as JSON (what
+    the MCP spec asks servers to send for older clients) is not repeated.
+    """
+    text = "\n".join(render_block(block) for block in blocks if not _repeated(block, blocks))
     if max_chars is None or len(text) <= max_chars:
         return text
     shown = max(0, max_chars)
     return f"{text[:shown]}\n…[truncated: {shown} of {len(text)} characters shown]"
+
+
+def _repeated(block: Block, blocks: Sequence[Block]) -> bool:
+    """Whether `block` is structured content that the text blocks of `blocks` already say."""
+    if not isinstance(block, DataBlock):
+        return False
+    texts = [other.text for other in blocks if isinstance(other, TextBlock)]
+    return repeats_text(block.data, texts)
+
+
+_JSON_START = tuple('{["-0123456789tfn')
+
+
+def repeats_text(data: Any, texts: Sequence[str]) -> bool:
+    """Whether structured content `data` says nothing the texts do not already say.
+
+    Servers send the same value as text for older clients (the MCP spec asks them to), and
+    FastMCP wraps a tool's plain return value as `{"result": value}`: either way the text (or
+    one of the texts) is the value, as JSON or, for a string, as itself.
+    """
+    wanted = _plain(data)
+    wrapped = isinstance(wanted, dict) and len(wanted) == 1 and "result" in wanted
+    inner = wanted["result"] if wrapped else _ABSENT
+    candidates = [*texts, "\n".join(texts)] if len(texts) > 1 else list(texts)
+    for text in candidates:
+        if isinstance(inner, str) and text == inner:
+            return True
+        if text.lstrip().startswith(_JSON_START):
+            try:
+                value = json.loads(text)
+            except ValueError:
+                continue
+            if value == wanted or (inner is not _ABSENT and value == inner):
+                return True
+    return False
+
+
+_ABSENT = object()
 
 
 def cap_blocks(blocks: Sequence[Block], max_chars: int) -> tuple[Block, ...]:
@@ -240,7 +346,7 @@ def _chars(block: Block) -> int:
     return 0 if isinstance(block, AttachmentBlock) else len(render_block(block))
 
 
-def _cut(block: TextBlock | DataBlock, room: int, marker: str) -> TextBlock:
+def _cut(block: TextBlock | ResourceLinkBlock | DataBlock, room: int, marker: str) -> TextBlock:
     head = render_block(block)[:room]
     text = f"{head}\n{marker}" if head else marker
     if isinstance(block, TextBlock):

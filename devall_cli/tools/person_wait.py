@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator, Iterator
 
 
@@ -20,11 +21,19 @@ class PersonWaits:
         self._active: set[asyncio.Timeout] = set()
         self._left: dict[asyncio.Timeout, float] = {}
         self._depth = 0
+        self._waited = 0.0  # seconds spent waiting on a person, earlier waits
+        self._since: float | None = None  # when the current wait began (monotonic)
 
     @property
     def waiting(self) -> bool:
         """Whether a person is being waited on right now."""
         return self._depth > 0
+
+    def waited(self) -> float:
+        """Seconds spent waiting on a person so far, the current wait included: a bound that
+        polls (rather than holding a deadline) subtracts the difference over its own span."""
+        ongoing = time.monotonic() - self._since if self._since is not None else 0.0
+        return self._waited + ongoing
 
     @contextlib.asynccontextmanager
     async def deadline(self, seconds: float) -> AsyncIterator[asyncio.Timeout]:
@@ -43,6 +52,7 @@ class PersonWaits:
     def person(self) -> Iterator[None]:
         """While open, the deadlines of this source do not run."""
         if self._depth == 0:
+            self._since = time.monotonic()
             for timeout in list(self._active):
                 self._pause(timeout)
         self._depth += 1
@@ -51,6 +61,9 @@ class PersonWaits:
         finally:
             self._depth -= 1
             if self._depth == 0:
+                if self._since is not None:
+                    self._waited += time.monotonic() - self._since
+                    self._since = None
                 for timeout in list(self._active):
                     self._resume(timeout)
 

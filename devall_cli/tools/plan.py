@@ -11,7 +11,14 @@ from typing import Any
 from devall_cli.config.model import ToolingConfig, Workflow
 from devall_cli.config.tooling_registry import ToolingType, tooling_types
 from devall_cli.nodes.base import node_tooling, walk_nodes
-from devall_cli.tools.base import AuthCallback, LogCallback, SourceKind, ToolSource
+from devall_cli.tools.base import (
+    AuthCallback,
+    Elicitor,
+    LogCallback,
+    SourceKind,
+    ToolEvents,
+    ToolSource,
+)
 
 
 def tooling_type(tooling: ToolingConfig) -> ToolingType:
@@ -109,6 +116,8 @@ class SourceContext:
     on_auth: AuthCallback | None = None  # OAuth steps of remote servers (authorize URL, ...)
     reveal: Callable[[str], None] | None = None  # a secret learnt at run time (a token): mask it
     interactive: bool = True  # False: an OAuth sign-in in the browser is refused (probe)
+    events: ToolEvents | None = None  # what servers report and ask (progress, sampling, ...)
+    elicitor: Elicitor | None = None  # asks the operator when a call brings no elicitor
 
 
 def start_hint(plan: SourcePlan, error: Any) -> str:

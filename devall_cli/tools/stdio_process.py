@@ -308,8 +308,8 @@ class StdioProcess:
         stdin.write(line.encode("utf-8") + b"\n")
         await stdin.drain()
 
-    def log_line(self, line: str, *, match: bool = True) -> None:
-        """Record a log line: tail buffer, log file, `on_log`, and the readiness match."""
+    def log_line(self, line: str, *, match: bool = True, notify: bool = True) -> None:
+        """Record a log line: tail buffer, log file, `on_log` (if `notify`), readiness match."""
         shown = clean_text(self._redact(line) if self._redact else line)
         self._tail.append(shown)
         if self._log_file is None and not self._log_done:
@@ -323,7 +323,7 @@ class StdioProcess:
                 # Said in the log itself (trace and event log), which goes on without the file.
                 reason = exc.strerror or str(exc)
                 self.log_line(f"[devall: cannot write {log_file.path}: {reason}]", match=False)
-        if self.on_log is not None:
+        if notify and self.on_log is not None:
             try:
                 self.on_log(self.id, shown)
             except Exception:  # a failing sink must not stop the log reader

@@ -7,7 +7,7 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Literal
 
-from rich.console import Console, RenderableType
+from rich.console import Console, Group, RenderableType
 from rich.live import Live
 from rich.panel import Panel
 from rich.spinner import Spinner
@@ -46,10 +46,14 @@ from devall_cli.engine.events import (
 from devall_cli.engine.recorder import RunRecorder, RunResult
 from devall_cli.redaction import Redactor
 from devall_cli.text import visible
+from devall_cli.tools.normalize import render_link, repeats_text
+from devall_cli.trace.console_mcp import McpRequestsTrace
 from devall_cli.trace.status import WaitState
 
 Verbosity = Literal["quiet", "normal", "verbose"]
 
+# Log levels of a server's messages that the normal trace shows (warning, then worse).
+NOTABLE_LEVELS = ("warning", "error", "critical", "alert", "emergency")
 # How much of a long text the normal mode shows; verbose shows everything.
 SHORT_LINES = 6
 SHORT_CHARS = 600
@@ -74,7 +78,12 @@ def shorten(text: str, lines: int = SHORT_LINES, chars: int = SHORT_CHARS) -> st
 
 
 def render_blocks(blocks: Sequence[Mapping[str, Any]]) -> str:
-    """Result blocks as text: text as is, attachments as saved paths, data as JSON."""
+    """Result blocks as text: text as is, attachments as saved paths, links, data as JSON.
+
+    Structured content that the text blocks already say (see normalize.repeats_text) is left
+    out; events.jsonl and `--json` keep it.
+    """
+    texts = [str(block.get("text", "")) for block in blocks if block.get("type") == "text"]
     parts: list[str] = []
     for block in blocks:
         kind = block.get("type")
@@ -85,7 +94,10 @@ def render_blocks(blocks: Sequence[Mapping[str, Any]]) -> str:
                 f"[{block.get('kind', 'file')} saved: {block.get('path')} "
                 f"({block.get('mime_type')}, {block.get('size')} bytes)]"
             )
-        else:
+        elif kind == "resource_link":
+            link = (block.get("name"), block.get("mime_type"), block.get("description"))
+            parts.append(render_link(str(block.get("uri", "")), *link))
+        elif kind != "data" or not repeats_text(block.get("data"), texts):
             parts.append(_json(block.get("data", block)))
     return "\n".join(parts)
 
@@ -95,7 +107,9 @@ def _plural(count: int, noun: str) -> str:
 
 
 def _turn(stage: str, round_no: int) -> str:
-    """`round 2`, or the thinking stage a model call belongs to."""
+    """`round 2`, `sampling` (a server asked), or the thinking stage a model call belongs to."""
+    if stage == "sampling":
+        return stage
     return f"round {round_no}" if stage == "gen" else f"thinking ({stage})"
 
 
@@ -103,7 +117,7 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-class ConsoleSink:
+class ConsoleSink(McpRequestsTrace):
     """Renders events to a Rich console; `quiet` prints nothing."""
 
     def __init__(
@@ -128,6 +142,7 @@ class ConsoleSink:
         self._use_live = animated if live is None else live
         self._live: Live | None = None
         self._spinner = Spinner("dots", style="cyan")
+        self._progress_shown: dict[str, float] = {}  # call id -> when a progress line was shown
 
     @property
     def verbose(self) -> bool:
@@ -200,7 +215,8 @@ class ConsoleSink:
 
     def _status_line(self) -> RenderableType:
         self._spinner.update(text=self._t(self.waits.describe(), "dim"))
-        return self._spinner
+        bars = self._progress_bars()
+        return Group(self._spinner, *bars) if bars else self._spinner
 
     # --- run and servers ---------------------------------------------------------------------
 
@@ -219,8 +235,12 @@ class ConsoleSink:
         self._print(f"✓ server '{event.server_id}' ready · {shown}", "green")
 
     def _on_server_log(self, event: ServerLogEvent) -> None:
-        if self.verbose:
-            self._print(f"  {event.server_id} | {event.line}", "dim")
+        # A server's own warnings and errors are shown in the normal trace too.
+        if self.verbose or event.level in NOTABLE_LEVELS:
+            style = {"warning": "yellow"}.get(event.level or "", "dim")
+            if event.level in NOTABLE_LEVELS[1:]:
+                style = "red"
+            self._print(f"  {event.server_id} | {event.line}", style)
 
     def _on_server_exited(self, event: ServerExitedEvent) -> None:
         message = f": {event.message}" if event.message else ""
@@ -377,6 +397,7 @@ class ConsoleSink:
 
     def _on_tool_result(self, event: ToolResultEvent) -> None:
         call = self._calls.pop(event.call_id, None)
+        self._progress_shown.pop(event.call_id, None)
         infra = isinstance(event, ToolErrorEvent)
         style = "red" if event.is_error else "green"
         title = f"tool {event.tool} · {event.node_id}"

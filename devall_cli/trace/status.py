@@ -20,12 +20,23 @@ from devall_cli.engine.events import (
     ToolCallEvent,
     ToolResultEvent,
 )
+from devall_cli.engine.tool_events import ToolProgressEvent
 
 
 @dataclass(frozen=True)
 class _Wait:
     label: str
     since: float
+
+
+@dataclass(frozen=True)
+class Progress:
+    """The latest progress a running call reported."""
+
+    label: str  # `node · tool`
+    progress: float
+    total: float | None = None
+    message: str | None = None
 
 
 class WaitState:
@@ -40,6 +51,7 @@ class WaitState:
         self._started = time.monotonic()
         self._servers: dict[str, float] = {}
         self._waits: dict[tuple[str, str], _Wait] = {}
+        self._progress: dict[str, Progress] = {}  # by call id
 
     def update(self, event: Event) -> None:
         """Take one event into account."""
@@ -60,8 +72,13 @@ class WaitState:
             elif isinstance(event, ToolCallEvent):
                 label = f"{event.node_id} waiting on tool {event.tool}"
                 self._waits[("tool", event.call_id)] = _Wait(label, now)
+            elif isinstance(event, ToolProgressEvent):
+                label = " · ".join(p for p in (event.node_id, event.tool) if p)
+                progress = Progress(label, event.progress, event.total, event.message)
+                self._progress[event.call_id] = progress
             elif isinstance(event, ToolResultEvent):
                 self._waits.pop(("tool", event.call_id), None)
+                self._progress.pop(event.call_id, None)
             elif isinstance(event, CodeStartedEvent):
                 label = f"{event.node_id} running {event.script}"
                 self._waits[("code", event.node_id)] = _Wait(label, now)
@@ -75,6 +92,12 @@ class WaitState:
             own = key in (("model", node_id), ("code", node_id))
             if own or wait.label.startswith(f"{node_id} waiting on tool "):
                 del self._waits[key]
+                self._progress.pop(key[1], None)
+
+    def progress(self) -> list[Progress]:
+        """The latest progress of each running call that reported some."""
+        with self._lock:
+            return list(self._progress.values())
 
     def describe(self) -> str:
         """One line: what is pending and for how long, then the run's elapsed time."""

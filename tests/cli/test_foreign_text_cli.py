@@ -89,7 +89,8 @@ def test_lone_surrogates_from_a_server_and_the_model_become_replacement_characte
         "Returns a lone surrogate \ufffd in text and structure."
     )
     sent = tool_messages(llm.requests[1].body)
-    assert sent["call_fake_1"] == "a\ufffdb"
+    # the text, then the structured content it does not repeat
+    assert sent["call_fake_1"] == 'a\ufffdb\n{"value":"a\ufffdb","key\ufffd":["\ufffd"]}'
     assert sent["call_fake_3"] == "x\ufffdy"  # what the server was sent, echoed back
     last = [m for m in llm.requests[2].body["messages"] if m["role"] == "tool"][-1]
     assert last["content"] == "again"  # the session still serves calls

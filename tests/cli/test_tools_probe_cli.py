@@ -90,6 +90,9 @@ def test_tools_list_table_and_json(tmp_path: Path, remote: ServerProcess) -> Non
         "server",
         "description",
         "input_schema",
+        "title",
+        "annotations",
+        "output_schema",
     }
     assert add["input_schema"]["required"] == ["a", "b"]
 

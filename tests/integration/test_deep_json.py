@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from devall_cli.config.model import McpLocalConfig, McpRemoteConfig
+from devall_cli.tools.base import TextBlock
 from devall_cli.tools.json_limits import MAX_INT_DIGITS, MAX_NESTING
 from devall_cli.tools.mcp_local import LocalSource
 from devall_cli.tools.mcp_remote import RemoteSource
@@ -26,7 +27,7 @@ CALL_TIMEOUT = 5.0
 
 
 def text_of(result: Any) -> str:
-    return "\n".join(getattr(block, "text", "") for block in result.blocks)
+    return "\n".join(block.text for block in result.blocks if isinstance(block, TextBlock))
 
 
 async def started(script: Any) -> tuple[LocalSource, list[str]]:

@@ -12,7 +12,7 @@ import pytest
 
 from devall_cli.config.model import McpRemoteConfig
 from devall_cli.tools.attachments import AttachmentStore
-from devall_cli.tools.base import AttachmentBlock, DataBlock, TextBlock
+from devall_cli.tools.base import AttachmentBlock, ResourceLinkBlock, TextBlock
 from devall_cli.tools.mcp_remote import RemoteSource
 from tests.servers.serve import EXAMPLE_SERVER, ServerProcess, server_env, wait_no_children
 
@@ -48,7 +48,7 @@ async def test_example_server_offers_every_result_kind(example: RemoteSource) ->
     resource = (await example.call_tool("sample_resource", {})).blocks[0]
     assert isinstance(resource, TextBlock) and resource.uri == "example://notes/readme.txt"
     link = (await example.call_tool("sample_link", {})).blocks[0]
-    assert isinstance(link, DataBlock) and link.data["name"] == "MCP specification"
+    assert isinstance(link, ResourceLinkBlock) and link.name == "MCP specification"
 
 
 async def test_rand_num_stays_in_range_and_rejects_reversed_bounds(example: RemoteSource) -> None:

@@ -17,7 +17,13 @@ from fastmcp.client.transports import StdioTransport
 
 from devall_cli.config.model import McpRemoteConfig
 from devall_cli.tools.attachments import AttachmentStore
-from devall_cli.tools.base import AttachmentBlock, DataBlock, TextBlock, ToolResult
+from devall_cli.tools.base import (
+    AttachmentBlock,
+    DataBlock,
+    ResourceLinkBlock,
+    TextBlock,
+    ToolResult,
+)
 from devall_cli.tools.mcp_remote import RemoteSource
 from devall_cli.tools.mcp_session import McpSessionSource
 from devall_cli.tools.normalize import render_for_model
@@ -63,9 +69,15 @@ async def source(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
 
 
 def only(result: ToolResult) -> Any:
+    """The one content block of a result. FastMCP also sends a plain return value as structured
+    content, `{"result": value}`: that block is checked to be the wrapper and set aside."""
     assert not result.is_error, result
-    assert len(result.blocks) == 1
-    block = result.blocks[0]
+    blocks = list(result.blocks)
+    if len(blocks) == 2 and isinstance(blocks[1], DataBlock):
+        assert set(blocks[1].data) == {"result"}
+        blocks.pop()
+    assert len(blocks) == 1
+    block = blocks[0]
     assert block.source == "mcp_tool"
     return block
 
@@ -125,13 +137,13 @@ async def test_embedded_text_resource(source: McpSessionSource) -> None:
 
 async def test_resource_link(source: McpSessionSource) -> None:
     block = only(await source.call_tool("resource_link", {}))
-    assert isinstance(block, DataBlock)
-    assert dict(block.data) == {
-        "uri": "https://example.invalid/data.csv",
-        "name": "data.csv",
-        "mime_type": "text/csv",
-        "description": "a linked data file",
-    }
+    assert block == ResourceLinkBlock(
+        uri="https://example.invalid/data.csv",
+        name="data.csv",
+        mime_type="text/csv",
+        description="a linked data file",
+        tool_name="resource_link",
+    )
 
 
 async def test_structured_content_without_content_blocks(source: McpSessionSource) -> None:

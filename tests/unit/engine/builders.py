@@ -118,7 +118,9 @@ class FakeTools:
             for name in self.tools
         ]
 
-    async def call(self, node_id: str, name: str, arguments: Mapping[str, Any]) -> ToolResult:
+    async def call(
+        self, node_id: str, name: str, arguments: Mapping[str, Any], **_: Any
+    ) -> ToolResult:
         self.calls.append((node_id, name, dict(arguments)))
         if name not in self.tools:
             return ToolResult((TextBlock(f"unknown tool '{name}'"),), True, "unknown_tool")

@@ -15,13 +15,14 @@ import mcp_types as mt
 import pytest
 
 from devall_cli.tools.attachments import AttachmentStore
-from devall_cli.tools.base import AttachmentBlock, DataBlock, TextBlock
+from devall_cli.tools.base import AttachmentBlock, DataBlock, ResourceLinkBlock, TextBlock
 from devall_cli.tools.normalize import (
     blocks_to_json,
     cap_blocks,
     normalize_result,
     normalize_value,
     render_for_model,
+    result_meta,
 )
 
 
@@ -140,14 +141,47 @@ def test_embedded_blob_becomes_an_attachment_with_kind_from_mime(
     assert saved_bytes(store, block) == payload
 
 
-def test_resource_link_becomes_a_data_block(store: AttachmentStore) -> None:
+def test_resource_link_becomes_its_own_typed_block(store: AttachmentStore) -> None:
     link = mt.ResourceLink(uri="https://example.invalid/report.pdf", name="report",
-                           mime_type="application/pdf", description="The report")
-    assert normalize_result(result(link), tool_name="find", store=store) == (
-        DataBlock(data={"uri": "https://example.invalid/report.pdf", "name": "report",
-                        "mime_type": "application/pdf", "description": "The report"},
-                  tool_name="find"),
+                           title="The Report", mime_type="application/pdf",
+                           description="The report", size=1234)
+    blocks = normalize_result(result(link), tool_name="find", store=store)
+    assert blocks == (
+        ResourceLinkBlock(uri="https://example.invalid/report.pdf", name="report",
+                          title="The Report", description="The report",
+                          mime_type="application/pdf", size=1234, tool_name="find"),
     )
+    assert blocks_to_json(blocks)[0] == {
+        "type": "resource_link", "uri": "https://example.invalid/report.pdf", "name": "report",
+        "title": "The Report", "description": "The report", "mime_type": "application/pdf",
+        "size": 1234, "tool_name": "find", "source": "mcp_tool",
+    }
+    assert render_for_model(blocks) == (
+        "[resource link: report <https://example.invalid/report.pdf> (application/pdf): "
+        "The report]"
+    )
+
+
+def test_annotations_and_meta_of_content_are_kept(store: AttachmentStore) -> None:
+    text = mt.TextContent(text="hi", annotations=mt.Annotations(audience=["user"], priority=0.5),
+                          _meta={"trace": "t1"})
+    image = mt.ImageContent(data=b64(png_bytes()), mime_type="image/png",
+                            annotations=mt.Annotations(priority=1.0))
+    embedded = mt.EmbeddedResource(
+        resource=mt.TextResourceContents(uri="file:///a.txt", text="A", _meta={"rev": 3}),
+        _meta={"outer": True})
+    blocks = normalize_result(result(text, image, embedded), tool_name="t", store=store)
+    first, second, third = blocks_to_json(blocks)
+    assert (first["annotations"], first["meta"]) == (
+        {"audience": ["user"], "priority": 0.5}, {"trace": "t1"})
+    assert second["type"] == "attachment" and second["annotations"] == {"priority": 1.0}
+    assert (third["meta"], third["resource_meta"]) == ({"outer": True}, {"rev": 3})
+
+
+def test_result_meta_is_read_from_the_result() -> None:
+    raw = mt.CallToolResult(content=[], _meta={"request": "r-1"})
+    assert result_meta(raw) == {"request": "r-1"}
+    assert result_meta(mt.CallToolResult(content=[])) is None
 
 
 def test_structured_content_alone_becomes_one_data_block(store: AttachmentStore) -> None:
@@ -157,10 +191,20 @@ def test_structured_content_alone_becomes_one_data_block(store: AttachmentStore)
     assert render_for_model(blocks) == '{"temp":21.5,"city":"Oslo"}'
 
 
-def test_structured_content_is_not_repeated_when_there_is_content(store: AttachmentStore) -> None:
+def test_structured_content_is_kept_next_to_content(store: AttachmentStore) -> None:
     blocks = normalize_result(result(mt.TextContent(text="21.5"), structured={"result": 21.5}),
                               tool_name="w", store=store)
-    assert blocks == (TextBlock(text="21.5", tool_name="w"),)
+    assert blocks == (TextBlock(text="21.5", tool_name="w"),
+                      DataBlock(data={"result": 21.5}, tool_name="w"))
+
+
+def test_the_model_sees_structured_content_once(store: AttachmentStore) -> None:
+    same = normalize_result(result(mt.TextContent(text='{"t": 1}'), structured={"t": 1}),
+                            tool_name="w", store=store)
+    assert render_for_model(same) == '{"t": 1}'
+    other = normalize_result(result(mt.TextContent(text="sunny"), structured={"t": 1}),
+                             tool_name="w", store=store)
+    assert render_for_model(other) == 'sunny\n{"t":1}'
 
 
 def test_non_object_structured_content_is_wrapped(store: AttachmentStore) -> None:

@@ -1,0 +1,143 @@
+"""What devall answers when an MCP server asks something of it: the keys `elicitation`,
+`sampling`, `sampling_max_tokens`, `roots` and `log_level`, shared by `mcp_remote` and
+`mcp_local` (parsed here, used by tools/mcp_requests.py).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from devall_cli.config.placeholders import UNRESOLVED
+from devall_cli.config.schema import (
+    Checker,
+    KeySpec,
+    check_keys,
+    describe,
+    get_mapping,
+    opt_int,
+    opt_str,
+    suggest,
+)
+from devall_cli.config.yaml_source import KeyPath
+
+ELICITATION_POLICIES = ("prompt", "accept_defaults", "decline", "cancel")
+SAMPLING_POLICIES = ("allow", "deny")
+# MCP's log levels (RFC 5424 severities), least severe first.
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+DEFAULT_SAMPLING_MAX_TOKENS = 4096
+CLIENT_KEYS = frozenset({"elicitation", "sampling", "sampling_max_tokens", "roots", "log_level"})
+_ROOT_KEYS = KeySpec(known=frozenset({"path", "name"}))
+
+
+@dataclass(frozen=True)
+class RootConfig:
+    """One root devall advertises: an absolute directory, and the name shown for it."""
+
+    path: str
+    name: str | None = None
+
+    @property
+    def uri(self) -> str:
+        """The `file://` URI of the directory."""
+        return Path(self.path).as_uri()
+
+
+@dataclass(frozen=True)
+class McpClientConfig:
+    """How devall answers a server's requests (the same for every tool call on it)."""
+
+    elicitation: str | None = None  # None: `prompt` on a terminal, else `decline`
+    sampling: str = "allow"
+    sampling_max_tokens: int = DEFAULT_SAMPLING_MAX_TOKENS
+    roots: tuple[RootConfig, ...] | None = None  # None: the workflow folder and the server's cwd
+    log_level: str | None = None  # None: whatever the server sends
+
+
+DEFAULT_CLIENT = McpClientConfig()
+
+
+def parse_client_config(ck: Checker, config: dict[str, Any], path: KeyPath) -> McpClientConfig:
+    """The client keys of an `mcp_remote` or `mcp_local` config (every problem reported)."""
+    return McpClientConfig(
+        elicitation=_choice(ck, config, "elicitation", path, ELICITATION_POLICIES),
+        sampling=_choice(ck, config, "sampling", path, SAMPLING_POLICIES) or "allow",
+        sampling_max_tokens=opt_int(
+            ck, config, "sampling_max_tokens", path, DEFAULT_SAMPLING_MAX_TOKENS, minimum=1
+        ),
+        roots=_roots(ck, config.get("roots"), (*path, "roots")),
+        log_level=_choice(ck, config, "log_level", path, LOG_LEVELS),
+    )
+
+
+def _choice(
+    ck: Checker, config: dict[str, Any], key: str, path: KeyPath, choices: tuple[str, ...]
+) -> str | None:
+    value = opt_str(ck, config, key, path)
+    if value is None or not value.strip():
+        return None
+    word = value.strip().lower()
+    if word in choices:
+        return word
+    listed = ", ".join(choices)
+    message = f"{key} must be one of {listed}, got {value!r}"
+    guess = suggest(word, list(choices))
+    ck.error((*path, key), f"{message}; did you mean '{guess}'?" if guess else message)
+    return None
+
+
+def _roots(ck: Checker, raw: Any, path: KeyPath) -> tuple[RootConfig, ...] | None:
+    """`roots:` a list of directories (paths or `file://` URIs, or `{path, name}` mappings)."""
+    if raw is None or raw is UNRESOLVED:
+        return None
+    if not isinstance(raw, list):
+        ck.error(path, f"roots must be a list of directories, got {describe(raw)}")
+        return None
+    roots: list[RootConfig] = []
+    for index, item in enumerate(raw):
+        root = _root(ck, item, (*path, index))
+        if root is not None and root not in roots:
+            roots.append(root)
+    return tuple(roots)
+
+
+def _root(ck: Checker, item: Any, path: KeyPath) -> RootConfig | None:
+    name: str | None = None
+    where = path
+    if isinstance(item, dict):
+        entry = get_mapping(ck, item, path, "a root")
+        if entry is None:
+            return None
+        check_keys(ck, entry, path, _ROOT_KEYS)
+        name = opt_str(ck, entry, "name", path) or None
+        item = opt_str(ck, entry, "path", path, required=True)
+        where = (*path, "path")
+        if item is None:
+            return None
+    if item is UNRESOLVED:
+        return None
+    if not isinstance(item, str) or not item.strip():
+        ck.error(where, f"a root must be a directory path or a file:// URI, got {describe(item)}")
+        return None
+    directory = _directory(ck, item.strip(), where)
+    if directory is None:
+        return None
+    if not directory.is_dir():
+        ck.warning(
+            where, f"root {directory} is not a directory; it is advertised once it exists"
+        )
+    return RootConfig(path=str(directory), name=name)
+
+
+def _directory(ck: Checker, text: str, path: KeyPath) -> Path | None:
+    """The absolute directory a root names; relative paths start at the workflow's folder."""
+    if "://" in text:
+        parts = urlsplit(text)
+        if parts.scheme != "file" or parts.netloc not in ("", "localhost"):
+            ck.error(path, f"a root must be a local directory or a file:// URI, got {text!r}")
+            return None
+        text = unquote(parts.path)
+    return (ck.file_dir / os.path.expanduser(text)).resolve()
