@@ -244,17 +244,18 @@ def make_remote_source(source_id: str, settings: McpRemoteConfig, ctx: SourceCon
 
 def make_local_source(source_id: str, settings: McpLocalConfig, ctx: SourceContext) -> ToolSource:
     """A supervised local server process."""
+    from devall_cli.tools.head_start import local_log_path
     from devall_cli.tools.mcp_local import LocalSource
 
-    log_path = ctx.run_dir / "servers" / f"{source_id}.log" if ctx.run_dir else None
     return LocalSource(
         id=source_id,
         config=settings,
         store=ctx.store,
         on_log=ctx.on_log,
-        log_path=log_path,
+        log_path=local_log_path(source_id, ctx.run_dir),
         on_restart=ctx.on_restart,
         redact=ctx.redact,
+        process=ctx.head_start.take(source_id) if ctx.head_start is not None else None,
     )
 
 

@@ -4,7 +4,8 @@ Starting = spawn, readiness (`wait_for_log`) and the MCP handshake, all within `
 Requests share one session, at most `max_concurrency` at a time, each bounded by `call_timeout`.
 When the server dies during a call, that call returns an error result (`server_exited`) and the
 next request starts the server again, at most `max_restarts` times per run; after that the run
-fails with ServerDiedError.
+fails with ServerDiedError. A source may be given its first process already spawned (see
+head_start.py): it then waits for readiness and shakes hands on that one.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from devall_cli.config.model import McpLocalConfig
 from devall_cli.errors import ConfigError, DevallError, ServerDiedError, ServerStartError
 from devall_cli.tools.attachments import AttachmentStore
 from devall_cli.tools.base import LogCallback, RawTool, TextBlock, ToolResult
+from devall_cli.tools.head_start import local_process
 from devall_cli.tools.mcp_session import McpSessionSource
 from devall_cli.tools.stdio_process import EXIT_DRAIN, StdioProcess
 from devall_cli.tools.stdio_transport import SupervisedStdioTransport
@@ -51,6 +53,7 @@ class LocalSource(McpSessionSource):
         log_path: Path | None = None,
         on_restart: RestartCallback | None = None,
         redact: Callable[[str], str] | None = None,
+        process: StdioProcess | None = None,
     ) -> None:
         super().__init__(
             id=id,
@@ -73,6 +76,7 @@ class LocalSource(McpSessionSource):
             ) from exc
         self.restarts = 0
         self._process: StdioProcess | None = None
+        self._spawned: StdioProcess | None = process  # spawned ahead: the first start adopts it
         self._was_ready = False  # a process reached a session: the next spawn is a restart
 
     # --- state -------------------------------------------------------------------------------
@@ -127,6 +131,9 @@ class LocalSource(McpSessionSource):
         try:
             await super().close()
         finally:
+            spawned, self._spawned = self._spawned, None
+            if spawned is not None:  # never started: nobody adopted it
+                await spawned.close(graceful=False)
             if self._process is not None:
                 await self._process.close()
 
@@ -149,12 +156,13 @@ class LocalSource(McpSessionSource):
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.config.startup_timeout
         started = time.perf_counter()
-        process = self._new_process()
+        process, self._spawned = self._spawned or self._new_process(), None
         self._process = process
         if note:
             self._log(note)  # into the new process's log, ahead of its first lines
         try:
-            await process.spawn()
+            if process.pid is None:
+                await process.spawn()
             await process.wait_ready(
                 max(deadline - loop.time(), 0.0), startup_timeout=self.config.startup_timeout
             )
@@ -211,18 +219,14 @@ class LocalSource(McpSessionSource):
             raise
 
     def _new_process(self) -> StdioProcess:
-        return StdioProcess(
-            id=self.id,
-            command=self.config.command,
-            args=self.config.args,
-            cwd=self.config.cwd,
-            env=self.config.env,
-            inherit_env=self.config.inherit_env,
-            wait_for_log=self._pattern,
+        return local_process(
+            self.id,
+            self.config,
+            pattern=self._pattern,
             log_path=self.log_path,
-            append_log=self._process is not None,  # a restart continues the server's log
             on_log=self.on_log,
             redact=self.redact,
+            append_log=self._process is not None,  # a restart continues the server's log
         )
 
     async def _gone(self, process: StdioProcess) -> bool:

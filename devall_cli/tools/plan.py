@@ -97,6 +97,7 @@ class SourceContext:
     on_restart: Callable[[str, int], None] | None = None
     redact: Callable[[str], str] | None = None  # masks secrets in server log lines
     import_functions: bool = True  # False: function modules are read, not run, until a call
+    head_start: Any = None  # HeadStart | None: local servers spawned ahead of their sources
 
 
 def build_source(plan: SourcePlan, ctx: SourceContext) -> ToolSource:
