@@ -71,7 +71,7 @@ def list_command(
 
     async def go() -> list[Any]:
         # Listing reads function modules from their source: no user code runs.
-        async with ToolManager(loaded, import_functions=False) as manager:
+        async with ToolManager(loaded, import_functions=False, stop_at_once=True) as manager:
             return await list_workflow_tools(manager, node)
 
     rows = run_async(go())

@@ -256,6 +256,7 @@ def make_local_source(source_id: str, settings: McpLocalConfig, ctx: SourceConte
         on_restart=ctx.on_restart,
         redact=ctx.redact,
         process=ctx.head_start.take(source_id) if ctx.head_start is not None else None,
+        stop_at_once=ctx.stop_at_once,
     )
 
 

@@ -90,6 +90,7 @@ class ToolManager:
         events: ToolEvents | None = None,
         store: Any = None,
         import_functions: bool = True,
+        stop_at_once: bool = False,
     ) -> None:
         self.workflow = workflow
         self.plan = plan_sources(workflow)
@@ -112,6 +113,7 @@ class ToolManager:
             redact=self._redact,
             import_functions=import_functions,
             head_start=self._head_start,
+            stop_at_once=stop_at_once,
         )
         self._sources: dict[str, ToolSource] = {}
         self._infos: dict[str, ServerInfo] = {}

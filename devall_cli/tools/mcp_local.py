@@ -54,6 +54,7 @@ class LocalSource(McpSessionSource):
         on_restart: RestartCallback | None = None,
         redact: Callable[[str], str] | None = None,
         process: StdioProcess | None = None,
+        stop_at_once: bool = False,
     ) -> None:
         super().__init__(
             id=id,
@@ -77,6 +78,8 @@ class LocalSource(McpSessionSource):
         self.restarts = 0
         self._process: StdioProcess | None = None
         self._spawned: StdioProcess | None = process  # spawned ahead: the first start adopts it
+        # Only listed (tools list, probe): nothing to finish, so no grace on stdin at close.
+        self.stop_at_once = stop_at_once
         self._was_ready = False  # a process reached a session: the next spawn is a restart
 
     # --- state -------------------------------------------------------------------------------
@@ -135,7 +138,7 @@ class LocalSource(McpSessionSource):
             if spawned is not None:  # never started: nobody adopted it
                 await spawned.close(graceful=False)
             if self._process is not None:
-                await self._process.close()
+                await self._process.close(graceful=not self.stop_at_once)
 
     # --- starting and restarting ---------------------------------------------------------------
 

@@ -98,6 +98,7 @@ class SourceContext:
     redact: Callable[[str], str] | None = None  # masks secrets in server log lines
     import_functions: bool = True  # False: function modules are read, not run, until a call
     head_start: Any = None  # HeadStart | None: local servers spawned ahead of their sources
+    stop_at_once: bool = False  # servers only listed: SIGTERM at close, no wait on their stdin
 
 
 def build_source(plan: SourcePlan, ctx: SourceContext) -> ToolSource:

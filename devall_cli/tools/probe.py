@@ -68,7 +68,8 @@ async def probe_servers(
     Local servers are spawned first, so that they start while the MCP client is imported.
     """
     head_start = HeadStart()
-    ctx = replace(ctx or SourceContext(), head_start=head_start)
+    # A probed server only lists its tools: it is stopped at once (SIGTERM) when done.
+    ctx = replace(ctx or SourceContext(), head_start=head_start, stop_at_once=True)
     deadline = time.monotonic() + timeout
     try:
         await head_start.spawn(targets, ctx)
