@@ -28,6 +28,7 @@ SCENARIOS = {
     6: "many servers: tools list and probe",
     7: "parallel graph",
     8: "memory of the run loop",
+    9: "start-up vs the floor: tools list, tools call, probe",
 }
 
 
@@ -63,6 +64,10 @@ def scenario_runner(number: int, settings: Settings) -> Callable[[], list[Row]]:
         from benchmarks.parallel import parallel_graph
 
         return lambda: list(run_async(parallel_graph(settings)))
+    if number == 9:
+        from benchmarks.floor import floor_startup
+
+        return lambda: floor_startup(settings)
     from benchmarks.memory import memory
 
     return lambda: [memory(settings)]
@@ -73,7 +78,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="small N: a smoke run, not figures")
     parser.add_argument(
-        "--only", metavar="N,M", help="run only these scenarios (1-8), e.g. --only 1,4"
+        "--only", metavar="N,M", help="run only these scenarios (1-9), e.g. --only 1,4"
     )
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write results as JSON")
     parser.add_argument(
