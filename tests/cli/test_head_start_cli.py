@@ -135,3 +135,31 @@ def test_a_server_spawned_ahead_that_exits_is_reported_as_before(tmp_path: Path)
     result = CliRunner().invoke(app, ["tools", "list", str(write(tmp_path, entries))])
     assert result.exit_code != 0
     assert "gone" in result.stderr and "exited" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("command", "graceful"),
+    [
+        (["tools", "list", "WF"], False),
+        (["probe", "WF"], False),
+        (["tools", "call", "WF", "t_echo", "--args", '{"text": "hi"}'], True),
+    ],
+    ids=["tools-list", "probe", "tools-call"],
+)
+def test_only_listing_commands_skip_the_wait_on_stdin_at_teardown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: list[str], graceful: bool
+) -> None:
+    from devall_cli.tools.stdio_process import StdioProcess
+
+    closes: list[bool] = []
+    real_close = StdioProcess.close
+
+    async def close(self: StdioProcess, *, graceful: bool = True) -> None:
+        closes.append(graceful)
+        await real_close(self, graceful=graceful)
+
+    monkeypatch.setattr(StdioProcess, "close", close)
+    workflow = str(write(tmp_path, tooling(TRICKY, "tricky server ready", "t")))
+    result = CliRunner().invoke(app, [workflow if arg == "WF" else arg for arg in command])
+    assert result.exit_code == 0, result.output
+    assert closes and set(closes) == {graceful}
