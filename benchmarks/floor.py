@@ -189,6 +189,8 @@ def _contenders(server: Server, workflow: Path, log: Path) -> dict[str, Callable
                 str(NODE22),
                 str(INSPECTOR),
                 "--cli",
+                "--connect-timeout",  # its default, 15 s, is shorter than devall's 60 s here
+                "60000",
                 server.command,
                 *server.args,
                 "--method",
