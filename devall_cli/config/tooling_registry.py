@@ -51,6 +51,8 @@ class ToolingType:
     base_name: Callable[[Any], str] = lambda settings: "tools"  # a readable source id
     cache_ttl: Callable[[Any], float] = lambda settings: math.inf  # seconds a listing is kept
     is_server: bool = True  # probed by `devall probe` (function tooling has no server)
+    # A process to spawn before the MCP client stack is imported (see tools/head_start.py).
+    early_process: Callable[[str, Any, SourceContext], Any] | None = None
 
 
 _REGISTRY: dict[str, ToolingType] = {}

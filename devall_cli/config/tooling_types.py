@@ -260,6 +260,13 @@ def make_local_source(source_id: str, settings: McpLocalConfig, ctx: SourceConte
     )
 
 
+def make_local_process(source_id: str, settings: McpLocalConfig, ctx: SourceContext) -> Any:
+    """The local server's process, spawned before the MCP client stack is imported."""
+    from devall_cli.tools.head_start import new_local_process
+
+    return new_local_process(source_id, settings, ctx)
+
+
 def make_function_source(
     source_id: str, settings: FunctionToolingConfig, ctx: SourceContext
 ) -> ToolSource:
@@ -313,6 +320,7 @@ register_tooling_type(
         parse_mcp_local,
         "a local MCP server program spoken to over stdio",
         make_source=make_local_source,
+        early_process=make_local_process,
         base_name=local_name,
         cache_ttl=lambda settings: settings.cache_ttl,
     )

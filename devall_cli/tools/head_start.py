@@ -22,7 +22,7 @@ from pathlib import Path
 from devall_cli.config.model import McpLocalConfig
 from devall_cli.errors import DevallError
 from devall_cli.tools.base import LogCallback
-from devall_cli.tools.plan import SourceContext, SourcePlan
+from devall_cli.tools.plan import SourceContext, SourcePlan, tooling_type
 from devall_cli.tools.stdio_process import StdioProcess
 
 
@@ -68,10 +68,10 @@ class HeadStart:
         """Spawn the local servers of `plans` not spawned yet; the ids of those now running."""
         spawned: list[str] = []
         for plan in plans:
-            config = plan.tooling.config
-            if not isinstance(config, McpLocalConfig) or plan.id in self._processes:
+            make = tooling_type(plan.tooling).early_process
+            if make is None or plan.id in self._processes:
                 continue
-            process = _new_process(plan.id, config, ctx)
+            process: StdioProcess | None = make(plan.id, plan.tooling.config, ctx)
             if process is None:
                 continue
             try:
@@ -98,7 +98,9 @@ class HeadStart:
         await asyncio.gather(*(process.close(graceful=False) for process in processes))
 
 
-def _new_process(source_id: str, config: McpLocalConfig, ctx: SourceContext) -> StdioProcess | None:
+def new_local_process(
+    source_id: str, config: McpLocalConfig, ctx: SourceContext
+) -> StdioProcess | None:
     """The process for a local plan, or None when its source must report a config error."""
     try:
         pattern = re.compile(config.wait_for_log) if config.wait_for_log else None
