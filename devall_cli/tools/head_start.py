@@ -14,7 +14,9 @@ failure) the usual way. Processes never handed over are torn down by `close()`.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import re
+import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -24,6 +26,34 @@ from devall_cli.errors import DevallError
 from devall_cli.tools.base import LogCallback
 from devall_cli.tools.plan import SourceContext, SourcePlan, tooling_type
 from devall_cli.tools.stdio_process import StdioProcess
+
+# The module whose import brings the MCP client stack along (fastmcp, mcp, mcp_types, httpx2).
+CLIENT_MODULE = "devall_cli.tools.mcp_local"
+
+
+async def import_in_thread(module: str) -> None:
+    """Import `module` in a daemon thread: meanwhile the event loop reads the servers' logs and
+    handles SIGTERM, and devall can exit without waiting for the import to end.
+
+    A failed import is left for the importer in the main thread to meet and report.
+    """
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[None] = loop.create_future()
+
+    def settle() -> None:
+        if not done.done():
+            done.set_result(None)
+
+    def work() -> None:
+        try:
+            importlib.import_module(module)
+        except BaseException:  # the main thread's own import meets and reports it
+            pass
+        finally:
+            loop.call_soon_threadsafe(settle)
+
+    threading.Thread(target=work, name="devall-client-import", daemon=True).start()
+    await done
 
 
 def local_log_path(source_id: str, run_dir: Path | None) -> Path | None:
@@ -82,6 +112,8 @@ class HeadStart:
             self._processes[plan.id] = process
             self._spawned_at[plan.id] = time.monotonic()
             spawned.append(plan.id)
+        if spawned:
+            await import_in_thread(CLIENT_MODULE)
         return spawned
 
     def take(self, source_id: str) -> StdioProcess | None:
