@@ -30,6 +30,7 @@ SCENARIOS = {
     8: "memory of the run loop",
     9: "devall batch: throughput, per-task overhead, memory",
     10: "devall batch on a local Ray cluster vs the local executor",
+    11: "start-up vs the floor: tools list, tools call, probe",
 }
 
 
@@ -73,6 +74,10 @@ def scenario_runner(number: int, settings: Settings) -> Callable[[], list[Row]]:
         from benchmarks.batch_ray import ray_scenario
 
         return lambda: ray_scenario(settings)
+    if number == 11:
+        from benchmarks.floor import floor_startup
+
+        return lambda: floor_startup(settings)
     from benchmarks.memory import memory
 
     return lambda: [memory(settings)]
@@ -83,7 +88,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="small N: a smoke run, not figures")
     parser.add_argument(
-        "--only", metavar="N,M", help="run only these scenarios (1-10), e.g. --only 1,4"
+        "--only", metavar="N,M", help="run only these scenarios (1-11), e.g. --only 1,4"
     )
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write results as JSON")
     parser.add_argument(

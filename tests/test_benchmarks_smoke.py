@@ -34,3 +34,17 @@ def test_quick_startup_scenario_reports_its_rows(tmp_path: Path) -> None:
     assert rows["5c"]["status"] in ("PASS", "MISS")
     assert document["failed"] == []
     assert "devall --help" in done.stdout and "ratio" in done.stdout
+
+
+def test_floor_scenario_workflows_load(tmp_path: Path) -> None:
+    from benchmarks.floor import SERVERS, server_workflow
+    from devall_cli.config.loader import load_workflow
+    from devall_cli.config.model import McpLocalConfig
+
+    for server in SERVERS:
+        workflow = load_workflow(server_workflow(tmp_path, server))
+        (node,) = workflow.graph.nodes
+        (entry,) = node.config.tooling  # type: ignore[union-attr]
+        assert isinstance(entry.config, McpLocalConfig)
+        assert (entry.config.command, entry.config.args) == (server.command, server.args)
+        assert entry.config.wait_for_log == server.ready

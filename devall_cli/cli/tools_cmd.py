@@ -110,7 +110,7 @@ def list_command(
     async def go() -> list[Any]:
         # Listing reads function modules from their source: no user code runs.
         async with ToolManager(
-            loaded, import_functions=False, on_auth=print_auth_notice
+            loaded, import_functions=False, on_auth=print_auth_notice, stop_at_once=True
         ) as manager:
             return await list_workflow_tools(manager, node)
 

@@ -60,6 +60,8 @@ class ToolingType:
     # Set for a type that stands for several entries (one per server of an mcpServers file):
     # the entries that replace it, each served by its own type.
     expand: Callable[[ToolingConfig], tuple[ToolingConfig, ...]] | None = None
+    # A process to spawn before the MCP client stack is imported (see tools/head_start.py).
+    early_process: Callable[[str, Any, SourceContext], Any] | None = None
 
 
 _REGISTRY: dict[str, ToolingType] = {}

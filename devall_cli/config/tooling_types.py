@@ -284,21 +284,30 @@ def make_remote_source(source_id: str, settings: McpRemoteConfig, ctx: SourceCon
 
 def make_local_source(source_id: str, settings: McpLocalConfig, ctx: SourceContext) -> ToolSource:
     """A supervised local server process."""
+    from devall_cli.tools.head_start import local_log_path
     from devall_cli.tools.mcp_local import LocalSource
 
-    log_path = ctx.run_dir / "servers" / f"{source_id}.log" if ctx.run_dir else None
     return LocalSource(
         id=source_id,
         config=settings,
         store=ctx.store,
         on_log=ctx.on_log,
-        log_path=log_path,
+        log_path=local_log_path(source_id, ctx.run_dir),
         on_restart=ctx.on_restart,
         redact=ctx.redact,
         events=ctx.events,
         elicitor=ctx.elicitor,
         workflow_dir=ctx.workflow_dir,
+        process=ctx.head_start.take(source_id) if ctx.head_start is not None else None,
+        stop_at_once=ctx.stop_at_once,
     )
+
+
+def make_local_process(source_id: str, settings: McpLocalConfig, ctx: SourceContext) -> Any:
+    """The local server's process, spawned before the MCP client stack is imported."""
+    from devall_cli.tools.head_start import new_local_process
+
+    return new_local_process(source_id, settings, ctx)
 
 
 def make_function_source(
@@ -357,6 +366,7 @@ register_tooling_type(
         "a local MCP server program spoken to over stdio",
         keys=_LOCAL_KEYS,
         make_source=make_local_source,
+        early_process=make_local_process,
         base_name=local_name,
         cache_ttl=lambda settings: settings.cache_ttl,
         start_hint=local_start_hint,

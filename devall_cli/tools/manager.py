@@ -29,6 +29,7 @@ from devall_cli.tools.base import (
     ToolSource,
     ToolSpec,
 )
+from devall_cli.tools.head_start import HeadStart
 from devall_cli.tools.normalize import cap_blocks
 from devall_cli.tools.plan import (
     SourceContext,
@@ -99,6 +100,7 @@ class ToolManager:
         make_source: SourceMaker = build_source,
         on_auth: AuthCallback | None = None,
         elicitor: Elicitor | None = None,
+        stop_at_once: bool = False,
     ) -> None:
         self.workflow = workflow
         self._make_source = make_source  # a batch hands out the servers its tasks share
@@ -111,6 +113,8 @@ class ToolManager:
             from devall_cli.tools.attachments import AttachmentStore
 
             store = AttachmentStore(run_dir)
+        self._head_start = HeadStart()
+        self._announced: set[str] = set()  # sources whose server.starting was emitted
         self._ctx = SourceContext(
             run_id=run_id,
             run_dir=run_dir,
@@ -124,6 +128,8 @@ class ToolManager:
             reveal=workflow.redactor.add,
             events=events,
             elicitor=elicitor,
+            head_start=self._head_start,
+            stop_at_once=stop_at_once,
         )
         self._sources: dict[str, ToolSource] = {}
         self._infos: dict[str, ServerInfo] = {}
@@ -162,6 +168,7 @@ class ToolManager:
     async def start(self, node_ids: Sequence[str] | None = None) -> None:
         """Start every source (or those of `node_ids`) concurrently; the first failure is raised."""
         plans = [p for p in self.plan.sources if node_ids is None or set(p.nodes) & set(node_ids)]
+        await self._spawn_ahead(plans)
         tasks = [asyncio.create_task(self.start_source(p)) for p in plans]
         if not tasks:
             return
@@ -176,12 +183,23 @@ class ToolManager:
             assert exc is not None
             raise exc
 
+    async def _spawn_ahead(self, plans: Sequence[SourcePlan]) -> None:
+        """Spawn the local servers of `plans` before their sources import the MCP client."""
+        waiting = [p for p in plans if p.id not in self._sources]
+        for plan in waiting:
+            self._announce(plan)  # before the process can log anything
+        await self._head_start.spawn(waiting, self._ctx)
+
+    def _announce(self, plan: SourcePlan) -> None:
+        if self._events is not None and plan.id not in self._announced:
+            self._events.server_starting(plan.id, plan.kind, plan.target)
+        self._announced.add(plan.id)
+
     async def start_source(self, plan: SourcePlan) -> ServerInfo:
         """Create and start one source (idempotent), tracing it."""
         if plan.id in self._infos:
             return self._infos[plan.id]
-        if self._events is not None:
-            self._events.server_starting(plan.id, plan.kind, plan.target)
+        self._announce(plan)
         source = self._sources.get(plan.id) or self._make_source(plan, self._ctx)
         self._sources[plan.id] = source
         try:
@@ -189,6 +207,7 @@ class ToolManager:
                 info = await source.start()
         except DevallError as exc:
             exc.hint = exc.hint or self._redact(start_hint(plan, exc))
+            self._announced.discard(plan.id)  # a later attempt is announced anew
             if self._events is not None:
                 status = str(getattr(exc, "status", type(exc).__name__))
                 self._events.server_exited(plan.id, status, exc.message)
@@ -203,8 +222,11 @@ class ToolManager:
         """Close every source, whatever happens to the others."""
         sources, self._sources = list(self._sources.values()), {}
         self._infos.clear()
+        self._announced.clear()
         # Concurrently: each local server may need seconds to stop, and Ctrl-C must stay fast.
-        await asyncio.gather(*(_close_quietly(s) for s in sources))
+        await asyncio.gather(
+            *(_close_quietly(s) for s in sources), _close_quietly(self._head_start)
+        )
 
     async def __aenter__(self) -> ToolManager:
         return self
@@ -330,7 +352,7 @@ def _mask_error(exc: DevallError, redact: Callable[[str], str]) -> None:
     exc.details = [redact(line) for line in exc.details]
 
 
-async def _close_quietly(source: ToolSource) -> None:
+async def _close_quietly(source: ToolSource | HeadStart) -> None:
     with contextlib.suppress(Exception):
         await source.close()
 

@@ -4,7 +4,8 @@ Starting = spawn, readiness (`wait_for_log`) and the MCP handshake, all within `
 Requests share one session, at most `max_concurrency` at a time, each bounded by `call_timeout`.
 When the server dies during a call, that call returns an error result (`server_exited`) and the
 next request starts the server again, at most `max_restarts` times per run; after that the run
-fails with ServerDiedError.
+fails with ServerDiedError. A source may be given its first process already spawned (see
+head_start.py): it then waits for readiness and shakes hands on that one.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from devall_cli.tools.base import (
     ToolEvents,
     ToolResult,
 )
+from devall_cli.tools.head_start import local_process
 from devall_cli.tools.mcp_session import McpSessionSource
 from devall_cli.tools.stdio_process import EXIT_DRAIN, StdioProcess
 from devall_cli.tools.stdio_transport import SupervisedStdioTransport
@@ -62,6 +64,8 @@ class LocalSource(McpSessionSource):
         events: ToolEvents | None = None,
         elicitor: Elicitor | None = None,
         workflow_dir: Path | None = None,
+        process: StdioProcess | None = None,
+        stop_at_once: bool = False,
     ) -> None:
         super().__init__(
             id=id,
@@ -89,6 +93,9 @@ class LocalSource(McpSessionSource):
             ) from exc
         self.restarts = 0
         self._process: StdioProcess | None = None
+        self._spawned: StdioProcess | None = process  # spawned ahead: the first start adopts it
+        # Only listed (tools list, probe): nothing to finish, so no grace on stdin at close.
+        self.stop_at_once = stop_at_once
         self._was_ready = False  # a process reached a session: the next spawn is a restart
 
     # --- state -------------------------------------------------------------------------------
@@ -148,8 +155,11 @@ class LocalSource(McpSessionSource):
         try:
             await super().close()
         finally:
+            spawned, self._spawned = self._spawned, None
+            if spawned is not None:  # never started: nobody adopted it
+                await spawned.close(graceful=False)
             if self._process is not None:
-                await self._process.close()
+                await self._process.close(graceful=not self.stop_at_once)
 
     # --- starting and restarting ---------------------------------------------------------------
 
@@ -170,12 +180,13 @@ class LocalSource(McpSessionSource):
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.config.startup_timeout
         started = time.perf_counter()
-        process = self._new_process()
+        process, self._spawned = self._spawned or self._new_process(), None
         self._process = process
         if note:
             self._log(note)  # into the new process's log, ahead of its first lines
         try:
-            await process.spawn()
+            if process.pid is None:
+                await process.spawn()
             await process.wait_ready(
                 max(deadline - loop.time(), 0.0), startup_timeout=self.config.startup_timeout
             )
@@ -232,18 +243,14 @@ class LocalSource(McpSessionSource):
             raise
 
     def _new_process(self) -> StdioProcess:
-        return StdioProcess(
-            id=self.id,
-            command=self.config.command,
-            args=self.config.args,
-            cwd=self.config.cwd,
-            env=self.config.env,
-            inherit_env=self.config.inherit_env,
-            wait_for_log=self._pattern,
+        return local_process(
+            self.id,
+            self.config,
+            pattern=self._pattern,
             log_path=self.log_path,
-            append_log=self._process is not None,  # a restart continues the server's log
             on_log=self.on_log,
             redact=self.redact,
+            append_log=self._process is not None,  # a restart continues the server's log
         )
 
     async def _gone(self, process: StdioProcess) -> bool:

@@ -118,6 +118,8 @@ class SourceContext:
     interactive: bool = True  # False: an OAuth sign-in in the browser is refused (probe)
     events: ToolEvents | None = None  # what servers report and ask (progress, sampling, ...)
     elicitor: Elicitor | None = None  # asks the operator when a call brings no elicitor
+    head_start: Any = None  # HeadStart | None: local servers spawned ahead of their sources
+    stop_at_once: bool = False  # servers only listed: SIGTERM at close, no wait on their stdin
 
 
 def start_hint(plan: SourcePlan, error: Any) -> str:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 
 from devall_cli.config.model import Workflow
 from devall_cli.errors import DevallError, ProtocolError, ServerStartError, ServerUnreachableError
+from devall_cli.tools.head_start import HeadStart
 from devall_cli.tools.plan import (
     SourceContext,
     SourcePlan,
@@ -48,16 +49,30 @@ def workflow_targets(workflow: Workflow) -> list[SourcePlan]:
 async def probe_servers(
     targets: Sequence[SourcePlan], *, timeout: float, ctx: SourceContext | None = None
 ) -> list[ProbeReport]:
-    """Probe every target concurrently; the whole probe is bounded by `timeout` seconds."""
-    ctx = ctx or SourceContext(interactive=False)  # a probe never waits for a sign-in
+    """Probe every target concurrently; the whole probe is bounded by `timeout` seconds.
+
+    Local servers are spawned first, so that they start while the MCP client is imported.
+    """
+    head_start = HeadStart()
+    # A probed server only lists its tools: it is stopped at once (SIGTERM) when done; and a
+    # probe never waits for a sign-in.
+    ctx = replace(
+        ctx or SourceContext(interactive=False), head_start=head_start, stop_at_once=True
+    )
     deadline = time.monotonic() + timeout
-    return list(await asyncio.gather(*(_probe_one(t, deadline, ctx) for t in targets)))
+    try:
+        await head_start.spawn(targets, ctx)
+        return list(await asyncio.gather(*(_probe_one(t, deadline, ctx) for t in targets)))
+    finally:
+        await head_start.close()
 
 
 async def _probe_one(plan: SourcePlan, deadline: float, ctx: SourceContext) -> ProbeReport:
     source = build_source(plan, ctx)
     base = ProbeReport(plan.id, plan.kind, plan.target, tuple(plan.nodes), ok=False, status="")
-    t0 = time.monotonic()
+    # A server spawned ahead has been starting since then: its connect time counts from there.
+    spawned_at = ctx.head_start.spawned_at(plan.id) if ctx.head_start is not None else None
+    t0 = time.monotonic() if spawned_at is None else spawned_at
     connect_ms: float | None = None
     try:
         async with asyncio.timeout_at(_loop_deadline(deadline)):

@@ -1,0 +1,148 @@
+"""Local servers spawned before the MCP client stack is imported, so that the two overlap.
+
+Importing the client stack (fastmcp, mcp, their pydantic models) costs about a second of CPU,
+and a Python MCP server spends about as long importing its own before it can answer. Spawned
+first, the server starts on one core while devall imports on another. `HeadStart` spawns the
+`mcp_local` servers of a list of plans with the light `StdioProcess` (no fastmcp, mcp or httpx
+here) and hands each process to the `LocalSource` built for the same plan afterwards; the source
+then waits for readiness and speaks MCP on it as if it had spawned it itself.
+
+A server that cannot be spawned ahead is left to its source, which spawns it (and reports any
+failure) the usual way. Processes never handed over are torn down by `close()`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from devall_cli.config.model import McpLocalConfig
+from devall_cli.errors import DevallError
+from devall_cli.tools.base import LogCallback
+from devall_cli.tools.plan import SourceContext, SourcePlan, tooling_type
+from devall_cli.tools.stdio_process import StdioProcess
+
+# The module whose import brings the MCP client stack along (fastmcp, mcp, mcp_types, httpx2).
+CLIENT_MODULE = "devall_cli.tools.mcp_local"
+
+
+async def import_in_thread(module: str) -> None:
+    """Import `module` in a daemon thread: meanwhile the event loop reads the servers' logs and
+    handles SIGTERM, and devall can exit without waiting for the import to end.
+
+    A failed import is left for the importer in the main thread to meet and report.
+    """
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[None] = loop.create_future()
+
+    def settle() -> None:
+        if not done.done():
+            done.set_result(None)
+
+    def work() -> None:
+        try:
+            importlib.import_module(module)
+        except BaseException:  # the main thread's own import meets and reports it
+            pass
+        finally:
+            loop.call_soon_threadsafe(settle)
+
+    threading.Thread(target=work, name="devall-client-import", daemon=True).start()
+    await done
+
+
+def local_log_path(source_id: str, run_dir: Path | None) -> Path | None:
+    """Where a local server's log goes: `<run dir>/servers/<id>.log`, or nowhere."""
+    return run_dir / "servers" / f"{source_id}.log" if run_dir else None
+
+
+def local_process(
+    source_id: str,
+    config: McpLocalConfig,
+    *,
+    pattern: re.Pattern[str] | None,
+    log_path: Path | None,
+    on_log: LogCallback | None,
+    redact: Callable[[str], str] | None,
+    append_log: bool = False,
+) -> StdioProcess:
+    """The (not yet spawned) process of a local server, as its source runs it."""
+    return StdioProcess(
+        id=source_id,
+        command=config.command,
+        args=config.args,
+        cwd=config.cwd,
+        env=config.env,
+        inherit_env=config.inherit_env,
+        wait_for_log=pattern,
+        log_path=log_path,
+        append_log=append_log,
+        on_log=on_log,
+        redact=redact,
+    )
+
+
+class HeadStart:
+    """Local server processes spawned ahead of their sources, by source id."""
+
+    def __init__(self) -> None:
+        self._processes: dict[str, StdioProcess] = {}
+        self._spawned_at: dict[str, float] = {}
+
+    async def spawn(self, plans: Iterable[SourcePlan], ctx: SourceContext) -> list[str]:
+        """Spawn the local servers of `plans` not spawned yet; the ids of those now running."""
+        spawned: list[str] = []
+        for plan in plans:
+            make = tooling_type(plan.tooling).early_process
+            if make is None or plan.id in self._processes:
+                continue
+            process: StdioProcess | None = make(plan.id, plan.tooling.config, ctx)
+            if process is None:
+                continue
+            try:
+                await process.spawn()
+            except DevallError:
+                await process.close()
+                continue  # the source spawns it again and reports the failure as usual
+            self._processes[plan.id] = process
+            self._spawned_at[plan.id] = time.monotonic()
+            spawned.append(plan.id)
+        if spawned:
+            await import_in_thread(CLIENT_MODULE)
+        return spawned
+
+    def take(self, source_id: str) -> StdioProcess | None:
+        """The process spawned for `source_id`, handed over once (None if there is none)."""
+        return self._processes.pop(source_id, None)
+
+    def spawned_at(self, source_id: str) -> float | None:
+        """When (time.monotonic) the process of `source_id` was spawned, if it was."""
+        return self._spawned_at.get(source_id)
+
+    async def close(self) -> None:
+        """Tear down every process not handed over; idempotent."""
+        processes, self._processes = list(self._processes.values()), {}
+        await asyncio.gather(*(process.close(graceful=False) for process in processes))
+
+
+def new_local_process(
+    source_id: str, config: McpLocalConfig, ctx: SourceContext
+) -> StdioProcess | None:
+    """The process for a local plan, or None when its source must report a config error."""
+    try:
+        pattern = re.compile(config.wait_for_log) if config.wait_for_log else None
+    except re.error:
+        return None  # LocalSource raises the located ConfigError
+    return local_process(
+        source_id,
+        config,
+        pattern=pattern,
+        log_path=local_log_path(source_id, ctx.run_dir),
+        on_log=ctx.on_log,
+        redact=ctx.redact,
+    )
