@@ -214,8 +214,17 @@ def _tooling_entry() -> Schema:
 
     function_ref = keys_object(_FUNCTION_REF_KEYS, strict=True)
 
+    from devall_cli.config.mcp_client import _ROOT_KEYS
+    from devall_cli.config.oauth import _KEYS as _AUTH_KEYS
+
+    nested = {
+        "tools": array_of(function_ref),
+        "auth": keys_object(_AUTH_KEYS, strict=True),
+        "roots": array_of({"anyOf": [{"type": "string"}, keys_object(_ROOT_KEYS, strict=True)]}),
+    }
+
     def config_of(kind: Any) -> Schema:
-        shapes = {"tools": array_of(function_ref)} if "tools" in kind.keys.known else {}
+        shapes = {key: shape for key, shape in nested.items() if key in kind.keys.known}
         return keys_object(kind.keys, strict=True, shapes=shapes)
 
     return typed_block(tooling_types(), config_of, _ENTRY_KEYS, strict=True)

@@ -107,5 +107,6 @@ register_tooling_type(
         "the servers of an mcpServers file (Claude Desktop, Cursor, VS Code, Windsurf)",
         base_name=_base_name,
         expand=expand,
+        keys=_KEYS,
     )
 )

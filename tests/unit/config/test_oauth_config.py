@@ -136,7 +136,8 @@ def test_every_problem_reported_at_its_key(tmp_path: Path) -> None:
     assert "token_endpoint_auth_method must be one of" in where["token_endpoint_auth_method"]
     assert "list of scope names" in where["scopes"]
     assert "at most 65535" in where["redirect_port"]
-    assert "colour" not in where  # an unknown key is a warning, as everywhere
+    # Inside a tooling entry an unknown key is an error, as for the entry's other keys.
+    assert "unknown key 'colour'" in where["colour"]
     assert all(issue.line for issue in issues)
     assert not any("a-secret-without-a-client" in issue.message for issue in issues)
 
