@@ -185,6 +185,8 @@ class ToolManager:
 
     async def _spawn_ahead(self, plans: Sequence[SourcePlan]) -> None:
         """Spawn the local servers of `plans` before their sources import the MCP client."""
+        if self._make_source is not build_source:
+            return  # the sources come from elsewhere (a batch's shared servers): nothing to spawn
         waiting = [p for p in plans if p.id not in self._sources]
         for plan in waiting:
             self._announce(plan)  # before the process can log anything

@@ -55,7 +55,9 @@ class StubSource:
     async def list_tools(self) -> list[RawTool]:
         return [RawTool("save")]
 
-    async def call_tool(self, name: str, arguments: Mapping[str, Any]) -> ToolResult:
+    async def call_tool(
+        self, name: str, arguments: Mapping[str, Any], *, context: Any = None
+    ) -> ToolResult:
         block = self.ctx.store.save(b"data", tool_name=name, kind="file", mime_type="text/plain")
         return ToolResult((block,))
 
