@@ -28,7 +28,7 @@ CLIENT = HERE / "devall_client.py"
 EXPECTED: dict[str, str] = {
     "initialize": "pass",
     "tools_call": "pass",
-    "elicitation-sep1034-client-defaults": "fail: elicitation defaults are not answered yet",
+    "elicitation-sep1034-client-defaults": "pass",
     "sse-retry": "pass",
     "auth/metadata-default": "pass",
     "auth/metadata-var1": "pass",

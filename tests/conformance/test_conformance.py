@@ -23,6 +23,7 @@ pytestmark = [
     "scenario",
     [
         "auth/metadata-default",  # discovery, dynamic registration, PKCE
+        "elicitation-sep1034-client-defaults",  # elicitation answered with the schema's defaults
         "auth/client-credentials-jwt",  # client credentials with private_key_jwt
     ],
 )
