@@ -13,7 +13,6 @@ from devall_cli.cli.resources_cmd import (
     on_servers,
     print_blocks,
     print_listing,
-    target_of,
 )
 from devall_cli.cli.targets import (
     CommandOption,
@@ -27,6 +26,7 @@ from devall_cli.cli.targets import (
     UrlOption,
     WaitForLogOption,
     split_positionals,
+    target_of,
     target_workflow,
 )
 

@@ -33,8 +33,8 @@ from devall_cli.cli.targets import (
     StartupTimeoutOption,
     UrlOption,
     WaitForLogOption,
-    adhoc_target,
     split_positionals,
+    target_of,
     target_workflow,
 )
 
@@ -190,24 +190,6 @@ def templates_command(
 ) -> None:
     """List the resource templates each server offers (resources/templates/list)."""
     _listing(locals(), "templates")
-
-
-_ADHOC_KEYS = (
-    "url",
-    "header",
-    "command",
-    "env",
-    "cwd",
-    "wait_for_log",
-    "startup_timeout",
-    "mcp_config",
-    "server",
-)
-
-
-def target_of(options: dict[str, Any]) -> Any:
-    """The ad-hoc target of a command's options (its locals)."""
-    return adhoc_target(**{key: options[key] for key in _ADHOC_KEYS})
 
 
 def _listing(options: dict[str, Any], what: str) -> None:

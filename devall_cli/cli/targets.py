@@ -197,3 +197,21 @@ OptionalWorkflowArg = Annotated[
         autocompletion=complete_workflow,
     ),
 ]
+
+
+_ADHOC_KEYS = (
+    "url",
+    "header",
+    "command",
+    "env",
+    "cwd",
+    "wait_for_log",
+    "startup_timeout",
+    "mcp_config",
+    "server",
+)
+
+
+def target_of(options: dict[str, Any]) -> Any:
+    """The ad-hoc target of a command's options (its locals: every ad-hoc option is there)."""
+    return adhoc_target(**{key: options[key] for key in _ADHOC_KEYS})

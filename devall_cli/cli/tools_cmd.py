@@ -36,8 +36,8 @@ from devall_cli.cli.targets import (
     StartupTimeoutOption,
     UrlOption,
     WaitForLogOption,
-    adhoc_target,
     split_positionals,
+    target_of,
     target_workflow,
 )
 from devall_cli.errors import ExitCode
@@ -93,17 +93,7 @@ def list_command(
     from devall_cli.tools.catalog import list_workflow_tools
     from devall_cli.tools.manager import ToolManager
 
-    target = adhoc_target(
-        url=url,
-        header=header,
-        command=command,
-        env=env,
-        cwd=cwd,
-        wait_for_log=wait_for_log,
-        startup_timeout=startup_timeout,
-        mcp_config=mcp_config,
-        server=server,
-    )
+    target = target_of(locals())
     loaded = target_workflow(workflow, target, var, env_file)
     redactor = loaded.redactor
 
@@ -203,17 +193,7 @@ def call_command(
     from devall_cli.tools.normalize import blocks_to_json
 
     arguments = _parse_args(args)
-    target = adhoc_target(
-        url=url,
-        header=header,
-        command=command,
-        env=env,
-        cwd=cwd,
-        wait_for_log=wait_for_log,
-        startup_timeout=startup_timeout,
-        mcp_config=mcp_config,
-        server=server,
-    )
+    target = target_of(locals())
     workflow, tool = split_positionals(workflow, tool, target, "TOOL")
     loaded = target_workflow(workflow, target, var, env_file)
     redactor = loaded.redactor
