@@ -26,7 +26,7 @@ from devall_cli.engine.events import (
 from devall_cli.engine.tool_events import BusToolEvents
 from devall_cli.errors import DevallError, ExitCode
 from devall_cli.session import RunSession
-from devall_cli.tools.base import AttachmentBlock, Elicitor, ToolResult, ToolSpec
+from devall_cli.tools.base import AttachmentBlock, AuthCallback, Elicitor, ToolResult, ToolSpec
 from devall_cli.tools.catalog import CallOutcome, find_workflow_tool
 from devall_cli.tools.manager import ToolManager
 from devall_cli.tools.normalize import blocks_to_json, render_for_model
@@ -41,6 +41,7 @@ async def run_tool_call(
     node: str | None = None,
     *,
     elicitor: Elicitor | None = None,
+    on_auth: AuthCallback | None = None,
 ) -> CallOutcome:
     """Start the servers of the tool's node, call the tool once, and trace it all as a run.
 
@@ -59,6 +60,7 @@ async def run_tool_call(
             run_dir=session.run_dir,
             events=events,
             elicitor=elicitor,
+            on_auth=on_auth,
         ) as manager:
             node_id, spec = await find_workflow_tool(manager, tool, node)
             outcome = await _call(session, manager, node_id, spec, arguments)

@@ -200,11 +200,14 @@ def call_command(
     run_id = new_run_id("tools-call")
     run_dir = out if out is not None else default_run_dir(run_id)
     session = RunSession(loaded, run_id=run_id, run_dir=run_dir)
-    session.subscribe(_auth_notices)  # a sign-in the call waits for is shown on stderr
     elicitor = terminal_elicitor(loaded.redactor)
     with session.held(), run_records(session) as records:
         try:
-            outcome = run_async(run_tool_call(session, tool, arguments, node, elicitor=elicitor))
+            outcome = run_async(
+                run_tool_call(
+                    session, tool, arguments, node, elicitor=elicitor, on_auth=print_auth_notice
+                )
+            )
         except BaseException:
             print_run_files(run_dir)  # the records of the failure are there too
             raise
@@ -232,15 +235,6 @@ def call_command(
         if not json_output:
             print_line(stderr_console(), f"devall: error: tool '{tool}' returned an error")
         raise typer.Exit(int(ExitCode.FAILED))
-
-
-def _auth_notices(event: Any) -> None:
-    """The OAuth steps of a `tools call` (it has no trace): the URL to open, then the outcome."""
-    from devall_cli.engine.events import ServerAuthEvent
-    from devall_cli.tools.base import AuthNotice
-
-    if isinstance(event, ServerAuthEvent):
-        print_auth_notice(event.server_id, AuthNotice(event.step, event.message, event.url))
 
 
 def _from_cwd(block: dict[str, Any], run_dir: Path) -> dict[str, Any]:

@@ -104,7 +104,7 @@ class ToolManager:
     ) -> None:
         self.workflow = workflow
         self._make_source = make_source  # a batch hands out the servers its tasks share
-        self._auth_fallback = on_auth  # OAuth steps when there is no event bus (tools commands)
+        self._on_auth_shown = on_auth  # OAuth steps a command shows itself (it has no trace)
         self.plan = plan_sources(workflow)
         self._redact = workflow.redactor.text
         self._run_id = run_id
@@ -147,8 +147,8 @@ class ToolManager:
     def _on_auth(self, source_id: str, notice: AuthNotice) -> None:
         if self._events is not None:
             self._events.server_auth(source_id, notice)
-        elif self._auth_fallback is not None:
-            self._auth_fallback(source_id, notice)
+        if self._on_auth_shown is not None:
+            self._on_auth_shown(source_id, notice)
 
     def _on_restart(self, source_id: str, attempt: int) -> None:
         if self._events is not None:

@@ -383,15 +383,23 @@ def test_probe_never_waits_for_a_sign_in(
     assert not of(server_log(server), "authorize")
 
 
-def test_a_person_opens_the_printed_url(serve: Any, tmp_path: Path, _oauth_env: Path) -> None:
-    """DEVALL_OAUTH_BROWSER=none: devall prints the URL and waits on its loopback redirect."""
+@pytest.mark.parametrize("way", ["auth login", "tools call"])
+def test_a_person_opens_the_printed_url(
+    serve: Any, tmp_path: Path, _oauth_env: Path, way: str
+) -> None:
+    """DEVALL_OAUTH_BROWSER=none: devall prints the URL and waits on its loopback redirect,
+    whether it signs in ahead (`auth login`) or because a command needs the server."""
     import os
     import subprocess
     import sys
 
     server = serve()
     env = {**os.environ, "DEVALL_OAUTH_BROWSER": "none", "DEVALL_OAUTH_TIMEOUT": "60"}
-    command = [sys.executable, "-m", "devall_cli", "auth", "login", "--url", server.url]
+    command = [sys.executable, "-m", "devall_cli"]
+    if way == "auth login":
+        command += ["auth", "login", "--url", server.url]
+    else:
+        command += ["tools", "call", str(workflow(tmp_path, server.url)), "whoami"]
     process = subprocess.Popen(
         command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
@@ -412,7 +420,8 @@ def test_a_person_opens_the_printed_url(serve: Any, tmp_path: Path, _oauth_env: 
             process.kill()
             process.communicate()
     assert process.returncode == 0
-    assert "authorized" in out
+    if way == "auth login":
+        assert "authorized" in out
     assert len(tokens_in(_oauth_env)) == 2
 
 
