@@ -76,9 +76,9 @@ from fastmcp.tools.base import ToolResult  # noqa: E402
 from mcp import MCPError  # noqa: E402
 
 try:  # run as a script (a server process) or imported by the tests (for the payloads)
-    from fixture_server import b64, bind_socket, png_bytes
+    from fixture_server import b64, png_bytes, serve
 except ImportError:  # pragma: no cover - imported as tests.servers.features_server
-    from tests.servers.fixture_server import b64, bind_socket, png_bytes
+    from tests.servers.fixture_server import b64, png_bytes, serve
 
 # The form `ask` sends: every kind of field, most with a default; `name` is required.
 FORM: dict[str, Any] = {
@@ -279,17 +279,7 @@ def main(argv: list[str] | None = None) -> None:
         print("features server ready", file=sys.stderr, flush=True)
         mcp.run(transport="stdio", show_banner=False)
         return
-    sock = bind_socket(args.host, args.port)
-    port = sock.getsockname()[1]
-    print(f"features server ready on port {port}", file=sys.stderr, flush=True)
-    mcp.run(
-        transport="http",
-        show_banner=False,
-        host=args.host,
-        port=port,
-        sockets=[sock],
-        log_level="warning",
-    )
+    serve(mcp, "http", args.host, args.port, "features server")
 
 
 if __name__ == "__main__":

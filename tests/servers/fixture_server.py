@@ -264,6 +264,25 @@ def bind_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
+def serve(server: Any, transport: str, host: str, port: int, name: str) -> None:
+    """Run `server` on stdio, or on HTTP/SSE over a socket bound before `NAME ready on port N`
+    is written to stderr (what the tests wait for)."""
+    if transport == "stdio":
+        print(f"{name} ready", file=sys.stderr, flush=True)
+        server.run(transport="stdio", show_banner=False)
+        return
+    sock = bind_socket(host, port)
+    print(f"{name} ready on port {sock.getsockname()[1]}", file=sys.stderr, flush=True)
+    server.run(
+        transport=transport,
+        show_banner=False,
+        host=host,
+        port=sock.getsockname()[1],
+        sockets=[sock],
+        log_level="warning",
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     """Serve stdio, or HTTP/SSE on a socket bound before `ready` is announced."""
     parser = argparse.ArgumentParser()
@@ -273,21 +292,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--legacy-only", action="store_true", help="refuse the modern protocol")
     args = parser.parse_args(argv)
     HandshakeCounter.legacy_only = args.legacy_only
-    if args.transport == "stdio":
-        print("fixture server ready", file=sys.stderr, flush=True)
-        mcp.run(transport="stdio", show_banner=False)
-        return
-    sock = bind_socket(args.host, args.port)
-    port = sock.getsockname()[1]
-    print(f"fixture server ready on port {port}", file=sys.stderr, flush=True)
-    mcp.run(
-        transport=args.transport,
-        show_banner=False,
-        host=args.host,
-        port=port,
-        sockets=[sock],
-        log_level="warning",
-    )
+    serve(mcp, args.transport, args.host, args.port, "fixture server")
 
 
 if __name__ == "__main__":

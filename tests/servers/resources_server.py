@@ -12,8 +12,6 @@ from __future__ import annotations
 import argparse
 import base64
 import os
-import socket
-import sys
 
 os.environ.setdefault("FASTMCP_SHOW_SERVER_BANNER", "false")
 os.environ.setdefault("FASTMCP_CHECK_FOR_UPDATES", "off")
@@ -21,6 +19,11 @@ os.environ.setdefault("FASTMCP_CHECK_FOR_UPDATES", "off")
 import mcp_types
 from fastmcp import FastMCP
 from fastmcp.prompts import Message
+
+try:  # run as a script (a server process) or imported by the tests
+    from fixture_server import serve
+except ImportError:  # pragma: no cover - imported as tests.servers.resources_server
+    from tests.servers.fixture_server import serve
 
 # The 8-byte PNG signature plus a few bytes: enough to be saved as an image/png attachment.
 LOGO = b"\x89PNG\r\n\x1a\n" + bytes(range(24))
@@ -69,15 +72,6 @@ def show_logo() -> list[Message]:
     return [Message("Describe this logo."), Message(image, role="user")]
 
 
-def bind_socket(host: str, port: int) -> socket.socket:
-    """A listening TCP socket (port 0: a free one)."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(128)
-    return sock
-
-
 def main(argv: list[str] | None = None) -> None:
     """Serve stdio, or HTTP on a socket bound before `ready` is announced."""
     parser = argparse.ArgumentParser()
@@ -87,21 +81,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--marker", default=os.environ.get("RES_MARKER", ""))
     args = parser.parse_args(argv)
     MARKER["text"] = args.marker
-    if args.transport == "stdio":
-        print("resources server ready", file=sys.stderr, flush=True)
-        mcp.run(transport="stdio", show_banner=False)
-        return
-    sock = bind_socket(args.host, args.port)
-    port = sock.getsockname()[1]
-    print(f"resources server ready on port {port}", file=sys.stderr, flush=True)
-    mcp.run(
-        transport=args.transport,
-        show_banner=False,
-        host=args.host,
-        port=port,
-        sockets=[sock],
-        log_level="warning",
-    )
+    serve(mcp, args.transport, args.host, args.port, "resources server")
 
 
 if __name__ == "__main__":
