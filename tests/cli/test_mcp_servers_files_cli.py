@@ -66,6 +66,9 @@ def test_vscode_jsonc_file_with_inputs_and_workspace_folder(tmp_path: Path) -> N
     folder = tmp_path / ".vscode"
     folder.mkdir()
     (tmp_path / "res.py").write_text(RESOURCES_SERVER.read_text())
+    # the server script imports its entry point from the fixture server next to it
+    fixture = RESOURCES_SERVER.with_name("fixture_server.py")
+    (tmp_path / "fixture_server.py").write_text(fixture.read_text())
     text = f"""\
     // VS Code keeps comments and trailing commas
     {{
