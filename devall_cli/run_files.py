@@ -15,12 +15,18 @@ import contextlib
 import errno
 import fcntl
 import os
+import re
+import secrets
 import stat
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from devall_cli.errors import RunFailedError
+
+if TYPE_CHECKING:
+    from devall_cli.config.model import Workflow
 
 FILE_MODE = 0o600
 LOCK_NAME = ".lock"
@@ -28,6 +34,14 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
+
+
+def new_run_id(workflow: Workflow | str, *, now: datetime | None = None) -> str:
+    """`<graph-id or name>-YYYYmmdd-HHMMSS-<4 hex>`, safe as a directory name."""
+    label = workflow if isinstance(workflow, str) else workflow.name
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "-", label).strip("-.") or "run"
+    stamp = (now or datetime.now()).strftime("%Y%m%d-%H%M%S")
+    return f"{name}-{stamp}-{secrets.token_hex(2)}"
 
 
 @contextlib.contextmanager

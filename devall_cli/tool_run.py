@@ -61,6 +61,7 @@ async def run_tool_call(
             events=events,
             elicitor=elicitor,
             on_auth=on_auth,
+            direct_client=True,
         ) as manager:
             node_id, spec = await find_workflow_tool(manager, tool, node)
             outcome = await _call(session, manager, node_id, spec, arguments)

@@ -110,7 +110,7 @@ def batch_command(
     from devall_cli.batch.executor import ExecutorOptions, check_executor
     from devall_cli.batch.tasks import FORMATS, read_tasks
     from devall_cli.batch.workflows import WorkflowSet
-    from devall_cli.engine.runner import new_run_id
+    from devall_cli.run_files import new_run_id
 
     options = ExecutorOptions(concurrency=concurrency, ray_address=ray_address)
     check_executor(executor, options)

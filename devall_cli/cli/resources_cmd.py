@@ -66,7 +66,7 @@ def on_servers(
     run_dir: Path | None = None
     run_id = ""
     if run_id_prefix is not None:
-        from devall_cli.engine.runner import new_run_id
+        from devall_cli.run_files import new_run_id
         from devall_cli.tools.attachments import AttachmentStore
         from devall_cli.tools.catalog import default_run_dir
 

@@ -155,7 +155,7 @@ def run_command(
     written to the run directory. --json prints result.json on stdout instead of the answer.
     Human nodes ask on the terminal, or take their replies from --answers FILE.
     """
-    from devall_cli.engine.runner import new_run_id
+    from devall_cli.run_files import new_run_id
     from devall_cli.session import RunSession
 
     if quiet and verbose:

@@ -100,7 +100,11 @@ def list_command(
     async def go() -> list[Any]:
         # Listing reads function modules from their source: no user code runs.
         async with ToolManager(
-            loaded, import_functions=False, on_auth=print_auth_notice, stop_at_once=True
+            loaded,
+            import_functions=False,
+            on_auth=print_auth_notice,
+            stop_at_once=True,
+            direct_client=True,
         ) as manager:
             return await list_workflow_tools(manager, node)
 
@@ -186,7 +190,7 @@ def call_command(
     Exit 1 if the tool returned an error result, 4/5 for connection or protocol failures.
     """
     from devall_cli.cli.records import print_run_files, run_records
-    from devall_cli.engine.runner import new_run_id
+    from devall_cli.run_files import new_run_id
     from devall_cli.session import RunSession
     from devall_cli.tool_run import run_tool_call
     from devall_cli.tools.catalog import default_run_dir

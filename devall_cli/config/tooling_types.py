@@ -283,9 +283,13 @@ def make_remote_source(source_id: str, settings: McpRemoteConfig, ctx: SourceCon
 
 
 def make_local_source(source_id: str, settings: McpLocalConfig, ctx: SourceContext) -> ToolSource:
-    """A supervised local server process."""
-    from devall_cli.tools.head_start import local_log_path
-    from devall_cli.tools.mcp_local import LocalSource
+    """A supervised local server process (spoken to by the light client where it is enough)."""
+    from devall_cli.tools.head_start import local_log_path, uses_direct_client
+
+    if uses_direct_client(ctx):
+        from devall_cli.tools.mcp_direct import DirectLocalSource as LocalSource
+    else:
+        from devall_cli.tools.mcp_local import LocalSource  # type: ignore[assignment]
 
     return LocalSource(
         id=source_id,

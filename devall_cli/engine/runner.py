@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
-import secrets
 import time
 from collections.abc import Callable, Mapping
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -30,6 +27,7 @@ from devall_cli.messages import task_messages
 from devall_cli.nodes.base import ToolDispatcher
 from devall_cli.providers.base import Provider
 from devall_cli.redaction import Redactor
+from devall_cli.run_files import new_run_id
 from devall_cli.tools.base import ToolEvents
 
 if TYPE_CHECKING:
@@ -64,14 +62,6 @@ def default_tool_manager(
         workflow, run_id=run_id, run_dir=run_dir, events=events
     )
     return manager
-
-
-def new_run_id(workflow: Workflow | str, *, now: datetime | None = None) -> str:
-    """`<graph-id or name>-YYYYmmdd-HHMMSS-<4 hex>`, safe as a directory name."""
-    label = workflow if isinstance(workflow, str) else workflow.name
-    name = re.sub(r"[^A-Za-z0-9_.-]+", "-", label).strip("-.") or "run"
-    stamp = (now or datetime.now()).strftime("%Y%m%d-%H%M%S")
-    return f"{name}-{stamp}-{secrets.token_hex(2)}"
 
 
 async def run_workflow(

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import os
 import re
 import threading
 import time
@@ -29,6 +30,8 @@ from devall_cli.tools.stdio_process import StdioProcess
 
 # The module whose import brings the MCP client stack along (fastmcp, mcp, mcp_types, httpx2).
 CLIENT_MODULE = "devall_cli.tools.mcp_local"
+# `DEVALL_MCP_CLIENT=fastmcp`: list and call with fastmcp's client too (see mcp_direct.py).
+CLIENT_ENV = "DEVALL_MCP_CLIENT"
 
 
 async def import_in_thread(module: str) -> None:
@@ -54,6 +57,11 @@ async def import_in_thread(module: str) -> None:
 
     threading.Thread(target=work, name="devall-client-import", daemon=True).start()
     await done
+
+
+def uses_direct_client(ctx: SourceContext) -> bool:
+    """Whether local servers get devall's own light MCP client (mcp_direct.py)."""
+    return ctx.direct_client and os.environ.get(CLIENT_ENV, "").strip().lower() != "fastmcp"
 
 
 def local_log_path(source_id: str, run_dir: Path | None) -> Path | None:
@@ -112,7 +120,7 @@ class HeadStart:
             self._processes[plan.id] = process
             self._spawned_at[plan.id] = time.monotonic()
             spawned.append(plan.id)
-        if spawned:
+        if spawned and not uses_direct_client(ctx):
             await import_in_thread(CLIENT_MODULE)
         return spawned
 

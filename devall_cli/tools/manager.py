@@ -101,6 +101,7 @@ class ToolManager:
         on_auth: AuthCallback | None = None,
         elicitor: Elicitor | None = None,
         stop_at_once: bool = False,
+        direct_client: bool = False,
     ) -> None:
         self.workflow = workflow
         self._make_source = make_source  # a batch hands out the servers its tasks share
@@ -130,6 +131,7 @@ class ToolManager:
             elicitor=elicitor,
             head_start=self._head_start,
             stop_at_once=stop_at_once,
+            direct_client=direct_client,
         )
         self._sources: dict[str, ToolSource] = {}
         self._infos: dict[str, ServerInfo] = {}

@@ -15,7 +15,6 @@ data). Messages name the server id and URL or command, never a header value.
 
 from __future__ import annotations
 
-import re
 import socket
 from collections.abc import Iterator
 from typing import Literal
@@ -35,8 +34,16 @@ from devall_cli.errors import (
     ServerDiedError,
     ServerUnreachableError,
 )
-from devall_cli.tools.base import TextBlock, ToolResult
+from devall_cli.tools.base import ToolResult
 from devall_cli.tools.stdio_lines import INVALID_RESPONSE
+from devall_cli.tools.tool_errors import (
+    BAD_RESULT_MESSAGES,
+    error_result,
+    failed_call,
+    invalid_result,
+    timed_out_call,
+    tool_error_class,
+)
 
 Phase = Literal["connect", "list", "call"]
 
@@ -69,12 +76,6 @@ _LOST_MESSAGES = (
     "client is not connected",
     "session task completed",
 )
-_BAD_RESULT_MESSAGES = (
-    "invalid structured content",
-    "did not return structured content",
-    "invalid schema for tool",
-)
-_UNKNOWN_TOOL = re.compile(r"unknown tool|tool\b.*\bnot found|no such tool", re.IGNORECASE)
 _CONNECT_TIMEOUT_CODE = 408  # fastmcp raises MCPError(408) for an httpx2.ConnectTimeout
 
 
@@ -130,17 +131,6 @@ def is_session_lost(exc: BaseException) -> bool:
         if isinstance(item, RuntimeError) and str(item).lower().startswith(_LOST_MESSAGES):
             return True
     return False
-
-
-def tool_error_class(text: str) -> str:
-    """`unknown_tool` when an error text says the tool does not exist, else `tool_error`."""
-    return "unknown_tool" if _UNKNOWN_TOOL.search(text) else "tool_error"
-
-
-def error_result(text: str, *, tool_name: str, error_class: str) -> ToolResult:
-    """An error ToolResult with one text block."""
-    block = TextBlock(text=text, tool_name=tool_name, source="mcp_tool")
-    return ToolResult(blocks=(block,), is_error=True, error_class=error_class)
 
 
 def describe_failure(exc: BaseException) -> str:
@@ -234,10 +224,7 @@ class _Translator:
         if exc.code in (mcp_types.REQUEST_TIMEOUT, _CONNECT_TIMEOUT_CODE):
             return self.timed_out()
         if self.phase == "call":
-            text = f"tool '{self.tool}' failed: {exc.message}"
-            invalid = exc.message.startswith(INVALID_RESPONSE)
-            error_class = "invalid_result" if invalid else tool_error_class(text)
-            return error_result(text, tool_name=self.tool, error_class=error_class)
+            return failed_call(self.tool, exc.message, invalid_marker=INVALID_RESPONSE)
         detail = f"error {exc.code}: {exc.message}"
         return ProtocolError(f"{self.server} answered {self.method()} with {detail}")
 
@@ -247,8 +234,7 @@ class _Translator:
     def timed_out(self) -> DevallError | ToolResult:
         limit = f" after {self.timeout:g}s" if self.timeout is not None else ""
         if self.phase == "call":
-            text = f"tool '{self.tool}' timed out{limit}"
-            return error_result(text, tool_name=self.tool, error_class="timeout")
+            return timed_out_call(self.tool, self.timeout)
         if self.phase == "connect":
             return self.handshake_timeout()
         return ProtocolError(f"{self.server} did not answer tools/list{limit}")
@@ -277,11 +263,10 @@ class _Translator:
         if isinstance(exc, ValidationError) and exc.errors():
             first_line = f"{first_line}: {validation_problem(exc)}"
         bad_result = isinstance(exc, ValidationError) or any(
-            marker in text.lower() for marker in _BAD_RESULT_MESSAGES
+            marker in text.lower() for marker in BAD_RESULT_MESSAGES
         )
         if self.phase == "call" and bad_result:
-            message = f"tool '{self.tool}' returned an invalid result: {first_line}"
-            return error_result(message, tool_name=self.tool, error_class="invalid_result")
+            return invalid_result(self.tool, first_line)
         return ProtocolError(f"unexpected {type(exc).__name__} from {self.server}: {first_line}")
 
 

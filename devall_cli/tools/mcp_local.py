@@ -17,7 +17,7 @@ import re
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from devall_cli.config.model import McpLocalConfig
 from devall_cli.errors import ConfigError, DevallError, ServerDiedError, ServerStartError
@@ -34,7 +34,9 @@ from devall_cli.tools.base import (
 from devall_cli.tools.head_start import local_process
 from devall_cli.tools.mcp_session import McpSessionSource
 from devall_cli.tools.stdio_process import EXIT_DRAIN, StdioProcess
-from devall_cli.tools.stdio_transport import SupervisedStdioTransport
+
+if TYPE_CHECKING:
+    from devall_cli.tools.stdio_transport import SupervisedStdioTransport
 
 RestartCallback = Callable[[str, int], None]  # (source_id, restart number starting at 1)
 
@@ -117,6 +119,8 @@ class LocalSource(McpSessionSource):
 
     def make_transport(self) -> SupervisedStdioTransport:
         """A transport on the current process (which outlives the session)."""
+        from devall_cli.tools.stdio_transport import SupervisedStdioTransport
+
         assert self._process is not None, "make_transport() before the process was spawned"
         return SupervisedStdioTransport(self._process)
 
@@ -228,7 +232,7 @@ class LocalSource(McpSessionSource):
         self.init_timeout = max(deadline - loop.time(), MIN_HANDSHAKE_TIME)
         try:
             async with asyncio.timeout_at(deadline + HANDSHAKE_GRACE):
-                await super()._open_session()
+                await self._shake_hands(process)
         except (DevallError, TimeoutError) as exc:
             if await self._gone(process) and process.returncode is not None:
                 raise process.exited_error("during the MCP handshake") from exc
@@ -241,6 +245,10 @@ class LocalSource(McpSessionSource):
                     log_tail=process.log_tail,
                 ) from exc
             raise
+
+    async def _shake_hands(self, process: StdioProcess) -> None:
+        """Open an MCP session on `process` (bounded by `init_timeout`): fastmcp's client here."""
+        await super()._open_session()
 
     def _new_process(self) -> StdioProcess:
         return local_process(

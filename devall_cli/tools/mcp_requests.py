@@ -27,9 +27,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-import mcp_types
-from pydantic import FileUrl
-
 from devall_cli.config.mcp_client import LOG_LEVELS, McpClientConfig, RootConfig
 from devall_cli.errors import DevallError
 from devall_cli.tools.base import (
@@ -43,6 +40,7 @@ from devall_cli.tools.base import (
 from devall_cli.tools.mcp_sampling import SamplingRefused, sampling_request
 
 if TYPE_CHECKING:
+    import mcp_types
     from fastmcp import Client
     from fastmcp.client.logging import LogMessage
     from mcp.shared.dispatcher import ProgressFnT
@@ -181,6 +179,8 @@ class ServerRequests:
         caps = client.initialize_result.capabilities if client.initialize_result else None
         if level is None or caps is None or caps.logging is None:
             return  # the 2026 protocol has no such request; `_at_level` filters instead
+        import mcp_types
+
         try:
             with warnings.catch_warnings():  # the SDK warns that 2026 servers drop the request
                 warnings.simplefilter("ignore")
@@ -204,21 +204,30 @@ class ServerRequests:
 
     async def list_roots(self, context: Any) -> list[mcp_types.Root]:
         """`roots/list`: the roots as `file://` URIs, named after their folder by default."""
+        import mcp_types
+        from pydantic import FileUrl
+
+        return [
+            mcp_types.Root(uri=FileUrl(root["uri"]), name=root["name"]) for root in self.root_list()
+        ]
+
+    def root_list(self) -> list[dict[str, str]]:
+        """The answer to `roots/list` as JSON objects (`uri`, `name`), reported as sent."""
         roots = self.roots()
         self._known_roots = tuple(root.uri for root in roots)
         if self.events is not None:
             self.events.roots_sent(self.server_id, self._known_roots, "listed")
-        return [
-            mcp_types.Root(uri=FileUrl(root.uri), name=root.name or Path(root.path).name)
-            for root in roots
-        ]
+        return [{"uri": root.uri, "name": root.name or Path(root.path).name} for root in roots]
 
     def session_started(self) -> None:
         """A new session knows the roots as they are now."""
         self._known_roots = tuple(root.uri for root in self.roots())
 
-    async def check_roots(self, client: Client[Any]) -> None:
-        """Send `roots/list_changed` when the roots differ from what the session knows."""
+    async def check_roots(self, client: Any) -> None:
+        """Send `roots/list_changed` when the roots differ from what the session knows.
+
+        `client` is a fastmcp Client or any session with `send_roots_list_changed()`.
+        """
         now = tuple(root.uri for root in self.roots())
         if self._known_roots is None or now == self._known_roots:
             return
@@ -238,16 +247,29 @@ class ServerRequests:
     async def elicit(
         self, message: str, response_type: Any, params: Any, context: Any
     ) -> mcp_types.ElicitResult:
-        """`elicitation/create`: answered by the policy, or by the operator's form."""
+        """`elicitation/create` (fastmcp's handler): answered by the policy, or by the form."""
+        import mcp_types
+
+        url = getattr(params, "url", None)
+        schema = dict(getattr(params, "requested_schema", None) or {})
+        answer = await self.answer_elicitation(
+            message, str(url) if url is not None else None, schema
+        )
+        content = dict(answer.content) if answer.content is not None else None
+        return mcp_types.ElicitResult(action=answer.action, content=content)  # type: ignore[arg-type]
+
+    async def answer_elicitation(
+        self, message: str, url: str | None, schema: dict[str, Any]
+    ) -> ElicitationAnswer:
+        """The answer to an elicitation: by the `elicitation` policy, or by the operator."""
         call = self.current()
         ctx = call.context if call is not None else None
-        url = getattr(params, "url", None)
         request = ElicitationRequest(
             server_id=self.server_id,
             message=message,
             mode="url" if url is not None else "form",
-            schema=dict(getattr(params, "requested_schema", None) or {}),
-            url=str(url) if url is not None else None,
+            schema=schema,
+            url=url,
             node_id=ctx.node_id if ctx is not None else "",
             tool=ctx.tool if ctx is not None else "",
         )
@@ -264,8 +286,7 @@ class ServerRequests:
             channel = "none" if policy == "prompt" else "config"
         if self.events is not None:
             self.events.elicitation_answered(self.server_id, ctx, answer, channel)
-        content = dict(answer.content) if answer.content is not None else None
-        return mcp_types.ElicitResult(action=answer.action, content=content)  # type: ignore[arg-type]
+        return answer
 
     # --- sampling ------------------------------------------------------------------------------
 
@@ -295,9 +316,9 @@ class ServerRequests:
 
     def _refuse(self, ctx: CallContext | None, reason: str, started: float) -> Any:
         if self.events is not None:
-            self.events.sampling_answered(
-                self.server_id, ctx, "failed", None, reason, _ms(started)
-            )
+            self.events.sampling_answered(self.server_id, ctx, "failed", None, reason, _ms(started))
+        import mcp_types
+
         return mcp_types.ErrorData(code=USER_REJECTED, message=reason)
 
 
@@ -305,10 +326,15 @@ def log_text(data: Any) -> str:
     """The text of a log message's data: text as is, FastMCP's `{msg, extra}` as its message."""
     if isinstance(data, str):
         return data
-    if isinstance(data, Mapping) and isinstance(data.get("msg"), str) and set(data) <= {
-        "msg",
-        "extra",
-    }:
+    if (
+        isinstance(data, Mapping)
+        and isinstance(data.get("msg"), str)
+        and set(data)
+        <= {
+            "msg",
+            "extra",
+        }
+    ):
         extra = data.get("extra")
         return data["msg"] if extra is None else f"{data['msg']} {_json(extra)}"
     return _json(data)
@@ -349,6 +375,8 @@ def schema_defaults(schema: Mapping[str, Any]) -> dict[str, Any]:
 
 def create_message_result(reply: SamplingReply) -> mcp_types.CreateMessageResult:
     """The `sampling/createMessage` result of a model reply."""
+    import mcp_types
+
     return mcp_types.CreateMessageResult(
         role="assistant",
         content=mcp_types.TextContent(type="text", text=reply.text),

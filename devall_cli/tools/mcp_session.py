@@ -29,9 +29,6 @@ from collections import Counter, deque
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from fastmcp import Client
-from mcp import MCPError
-
 from devall_cli.config.mcp_client import DEFAULT_CLIENT, McpClientConfig
 from devall_cli.errors import (
     DevallConnectionError,
@@ -52,25 +49,19 @@ from devall_cli.tools.base import (
     ToolResult,
 )
 from devall_cli.tools.json_limits import JsonLimitError, check_value
-from devall_cli.tools.mcp_errors import (
-    describe_failure,
-    error_result,
-    is_handshake_timeout,
-    is_session_lost,
-    tool_error_class,
-    translate_exception,
-    translate_failure,
-)
 from devall_cli.tools.mcp_requests import CallClock, RunningCall, ServerRequests
 from devall_cli.tools.normalize import json_object, normalize_result, result_meta
 from devall_cli.tools.person_wait import PersonWaits
+from devall_cli.tools.tool_errors import invalid_result, tool_error_class
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     import mcp_types
+    from fastmcp import Client
 
     from devall_cli.tools.attachments import AttachmentStore
+    from devall_cli.tools.mcp_direct import CallOutcome
 
 T = TypeVar("T")
 LOG_TAIL_LINES = 50
@@ -94,6 +85,14 @@ STRUCTURED_CONTENT_LEVEL = 3
 # The MCP SDK logs transport tracebacks (e.g. a dropped SSE stream) at ERROR level; without a
 # handler Python would print them on stderr. devall reports those failures itself.
 logging.getLogger("mcp").addHandler(logging.NullHandler())
+
+
+def _errors() -> Any:
+    """mcp_errors.py, imported on first use: it brings the SDK's exception types along, which a
+    source that never opens a fastmcp session (the direct stdio client) should not pay for."""
+    from devall_cli.tools import mcp_errors
+
+    return mcp_errors
 
 
 class McpSessionSource:
@@ -162,7 +161,7 @@ class McpSessionSource:
 
     def _failure(self, exc: BaseException, phase: Literal["connect", "list"]) -> DevallError:
         """The DevallError for a failed connect or list."""
-        return translate_failure(
+        failure: DevallError = _errors().translate_failure(
             exc,
             source_id=self.id,
             target=self.target,
@@ -170,6 +169,7 @@ class McpSessionSource:
             http_status=self._http_status(),
             timeout=self.init_timeout if phase == "connect" else self.request_timeout,
         )
+        return failure
 
     # --- public API --------------------------------------------------------------------------
 
@@ -239,14 +239,14 @@ class McpSessionSource:
         The server's JSON-RPC error answer comes out as the SDK's MCPError, for the caller to
         word; every other failure as a DevallError.
         """
+        from mcp import MCPError
+
         async with self._limiter:
             client, _ = await self._session()
             try:
-                return await _bounded(
-                    _awaited(operation(client)), self.request_timeout, self.waits
-                )
+                return await _bounded(_awaited(operation(client)), self.request_timeout, self.waits)
             except MCPError as exc:
-                if is_session_lost(exc):
+                if _errors().is_session_lost(exc):
                     raise self._failure(exc, "list") from exc
                 raise
             except Exception as exc:
@@ -298,7 +298,7 @@ class McpSessionSource:
         try:
             client = await self._connect("legacy" if legacy_only else "auto", transport)
         except Exception as exc:
-            if legacy_only or not is_handshake_timeout(exc):
+            if legacy_only or not _errors().is_handshake_timeout(exc):
                 raise self._failure(exc, "connect") from exc
             self._log(
                 f"[devall] no answer to the protocol probe within {self.init_timeout:g}s; "
@@ -326,6 +326,8 @@ class McpSessionSource:
 
     async def _connect(self, mode: str, transport: Any) -> Client[Any]:
         """Enter a new fastmcp Client on `transport`, bounded by init_timeout."""
+        from fastmcp import Client
+
         client: Client[Any] = Client(
             transport,
             timeout=self.request_timeout,
@@ -375,7 +377,7 @@ class McpSessionSource:
             try:
                 return await _bounded(client.list_tools(), self.request_timeout, self.waits)
             except Exception as exc:
-                if not is_session_lost(exc):
+                if not _errors().is_session_lost(exc):
                     raise self._failure(exc, "list") from exc
                 lost = exc
             if not await self._recover(lost, generation):
@@ -405,18 +407,22 @@ class McpSessionSource:
 
     async def _call_with_recovery(
         self, name: str, arguments: dict[str, Any], limit: float, call: RunningCall
-    ) -> mcp_types.CallToolResult | ToolResult:
+    ) -> mcp_types.CallToolResult | CallOutcome | ToolResult:
+        """One call, retried once on a new session when the first one was lost.
+
+        The SDK's result here; a `CallOutcome` where a subclass speaks MCP itself (mcp_direct.py).
+        """
         client, generation = await self._session()
         try:
             return await self._call_once(client, name, arguments, limit, call)
         except Exception as exc:
-            if not is_session_lost(exc):
+            if not _errors().is_session_lost(exc):
                 return self._call_failure(exc, name, limit)
             lost = exc
         try:
             recovered = await self._recover(lost, generation)
         except DevallConnectionError as exc:
-            why = describe_failure(exc.__cause__) if exc.__cause__ else exc.message
+            why = _errors().describe_failure(exc.__cause__) if exc.__cause__ else exc.message
             raise self._died(lost, f"could not reconnect: {why}") from exc
         if not recovered:
             raise self._died(lost)
@@ -424,13 +430,13 @@ class McpSessionSource:
         try:
             return await self._call_once(client, name, arguments, limit, call)
         except Exception as exc:
-            if is_session_lost(exc):
+            if _errors().is_session_lost(exc):
                 raise self._died(exc) from exc
             return self._call_failure(exc, name, limit)
 
     def _call_failure(self, exc: BaseException, name: str, limit: float) -> ToolResult:
         """The error result for a failed call, or raise when the failure is not the tool's."""
-        outcome = translate_exception(
+        outcome: DevallError | ToolResult = _errors().translate_exception(
             exc,
             source_id=self.id,
             target=self.target,
@@ -445,7 +451,7 @@ class McpSessionSource:
 
     def _died(self, exc: BaseException, reason: str | None = None) -> ServerDiedError:
         """The error for a session that is gone for good."""
-        why = reason or describe_failure(exc)
+        why = reason or _errors().describe_failure(exc)
         server = f"MCP server '{self.id}' ({self.target})"
         return ServerDiedError(f"lost the session with {server}: {why}")
 
@@ -473,7 +479,9 @@ def _raw_tool(tool: mcp_types.Tool) -> RawTool:
     )
 
 
-def _refuse_too_deep(result: mcp_types.CallToolResult, name: str) -> ToolResult | None:
+def _refuse_too_deep(
+    result: mcp_types.CallToolResult | CallOutcome, name: str
+) -> ToolResult | None:
     """An `invalid_result` for structured content nested beyond json_limits.py's limit.
 
     Over stdio such a response never gets here (stdio_lines.py refuses the line); over HTTP the
@@ -482,8 +490,7 @@ def _refuse_too_deep(result: mcp_types.CallToolResult, name: str) -> ToolResult 
     try:
         check_value(result.structured_content, level=STRUCTURED_CONTENT_LEVEL)
     except JsonLimitError as exc:
-        text = f"tool '{name}' returned an invalid result: the response {exc}"
-        return error_result(text, tool_name=name, error_class="invalid_result")
+        return invalid_result(name, f"the response {exc}")
     return None
 
 

@@ -120,6 +120,9 @@ class SourceContext:
     elicitor: Elicitor | None = None  # asks the operator when a call brings no elicitor
     head_start: Any = None  # HeadStart | None: local servers spawned ahead of their sources
     stop_at_once: bool = False  # servers only listed: SIGTERM at close, no wait on their stdin
+    # Tools are only listed and called (tools list/call, probe): local servers get devall's own
+    # light MCP client (mcp_direct.py) instead of fastmcp's, unless DEVALL_MCP_CLIENT=fastmcp.
+    direct_client: bool = False
 
 
 def start_hint(plan: SourcePlan, error: Any) -> str:

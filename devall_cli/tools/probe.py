@@ -57,7 +57,10 @@ async def probe_servers(
     # A probed server only lists its tools: it is stopped at once (SIGTERM) when done; and a
     # probe never waits for a sign-in.
     ctx = replace(
-        ctx or SourceContext(interactive=False), head_start=head_start, stop_at_once=True
+        ctx or SourceContext(interactive=False),
+        head_start=head_start,
+        stop_at_once=True,
+        direct_client=True,
     )
     deadline = time.monotonic() + timeout
     try:

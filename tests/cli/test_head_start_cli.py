@@ -1,5 +1,8 @@
 """Commands that start local servers spawn them before importing the MCP client stack.
 
+`tools list`, `tools call` and `probe` never import it: devall's own client (mcp_direct.py)
+speaks to local servers there, unless DEVALL_MCP_CLIENT=fastmcp.
+
 Each command runs in a fresh interpreter (the order of imports is the point) where
 `asyncio.create_subprocess_exec` is wrapped to note which heavy modules are already imported
 when a server is spawned.
@@ -78,11 +81,16 @@ def write(tmp_path: Path, entries: str) -> Path:
     return path
 
 
-def spied(tmp_path: Path, *args: str) -> dict[str, Any]:
+def spied(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
     done = subprocess.run(
         [sys.executable, "-c", SPY, json.dumps(HEAVY), *args],
         cwd=tmp_path,
-        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO_ROOT), "NO_COLOR": "1"},
+        env={
+            "PATH": "/usr/bin:/bin",
+            "PYTHONPATH": str(REPO_ROOT),
+            "NO_COLOR": "1",
+            **(env or {}),
+        },
         capture_output=True,
         text=True,
         timeout=120,
@@ -93,14 +101,16 @@ def spied(tmp_path: Path, *args: str) -> dict[str, Any]:
     return report
 
 
+LIST_AND_CALL = [
+    ["tools", "list", "WF"],
+    ["tools", "call", "WF", "t_echo", "--args", '{"text": "hi"}'],
+    ["probe", "WF"],
+]
+
+
 @pytest.mark.parametrize(
     "command",
-    [
-        ["tools", "list", "WF"],
-        ["tools", "call", "WF", "t_echo", "--args", '{"text": "hi"}'],
-        ["probe", "WF"],
-        ["run", "WF", "--task", "hello"],
-    ],
+    [*LIST_AND_CALL, ["run", "WF", "--task", "hello"]],
     ids=["tools-list", "tools-call", "probe", "run"],
 )
 def test_local_server_is_spawned_before_the_mcp_client_is_imported(
@@ -110,14 +120,29 @@ def test_local_server_is_spawned_before_the_mcp_client_is_imported(
     report = spied(tmp_path, *(workflow if arg == "WF" else arg for arg in command))
     assert report["code"] == 0
     assert report["spawns"] == [[]]  # one server, spawned with none of the heavy modules loaded
-    assert "fastmcp" in report["after"]  # and the client stack came after, to speak to it
+    if command[0] == "run":
+        assert "fastmcp" in report["after"]  # and the client stack came after, to speak to it
+    else:
+        assert report["after"] == []  # devall's own client spoke to it: no client stack at all
+
+
+@pytest.mark.parametrize("command", LIST_AND_CALL, ids=["tools-list", "tools-call", "probe"])
+def test_devall_mcp_client_fastmcp_lists_and_calls_with_fastmcp(
+    tmp_path: Path, command: list[str]
+) -> None:
+    workflow = str(write(tmp_path, tooling(TRICKY, "tricky server ready", "t")))
+    args = (workflow if arg == "WF" else arg for arg in command)
+    report = spied(tmp_path, *args, env={"DEVALL_MCP_CLIENT": "fastmcp"})
+    assert report["code"] == 0
+    assert report["spawns"] == [[]]
+    assert "fastmcp" in report["after"]
 
 
 def test_every_local_server_is_spawned_before_the_client_stack(tmp_path: Path) -> None:
     entries = tooling(TRICKY, "tricky server ready", "one") + tooling(
         TRICKY, "tricky server ready", "two"
     ).replace("startup_timeout: 30", "startup_timeout: 31")  # a distinct server
-    report = spied(tmp_path, "tools", "list", str(write(tmp_path, entries)))
+    report = spied(tmp_path, "run", str(write(tmp_path, entries)), "--task", "hi")
     assert report["code"] == 0
     assert report["spawns"] == [[], []]
     assert "fastmcp" in report["after"]

@@ -17,6 +17,7 @@ import pytest
 from devall_cli.config.model import McpLocalConfig, McpRemoteConfig
 from devall_cli.tools.base import TextBlock
 from devall_cli.tools.json_limits import MAX_INT_DIGITS, MAX_NESTING
+from devall_cli.tools.mcp_direct import DirectLocalSource
 from devall_cli.tools.mcp_local import LocalSource
 from devall_cli.tools.mcp_remote import RemoteSource
 from tests.servers.serve import SERVERS_DIR, ServerProcess
@@ -30,19 +31,22 @@ def text_of(result: Any) -> str:
     return "\n".join(block.text for block in result.blocks if isinstance(block, TextBlock))
 
 
-async def started(script: Any) -> tuple[LocalSource, list[str]]:
+async def started(
+    script: Any, kind: type[LocalSource] = LocalSource
+) -> tuple[LocalSource, list[str]]:
     lines: list[str] = []
     config = McpLocalConfig(
         command=sys.executable, args=(str(script),), wait_for_log="ready", call_timeout=CALL_TIMEOUT
     )
-    source = LocalSource(id="deep", config=config, on_log=lambda _id, line: lines.append(line))
+    source = kind(id="deep", config=config, on_log=lambda _id, line: lines.append(line))
     await source.start()
     return source, lines
 
 
-@pytest.fixture
-async def tricky() -> AsyncIterator[tuple[LocalSource, list[str]]]:
-    source, lines = await started(TRICKY)
+# Both clients: fastmcp's, and devall's own (tools list/call, probe).
+@pytest.fixture(params=[LocalSource, DirectLocalSource], ids=["fastmcp", "direct"])
+async def tricky(request: pytest.FixtureRequest) -> AsyncIterator[tuple[LocalSource, list[str]]]:
+    source, lines = await started(TRICKY, request.param)
     yield source, lines
     await source.close()
 

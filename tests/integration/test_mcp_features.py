@@ -29,6 +29,7 @@ from devall_cli.tools.base import (
     TextBlock,
     ToolResult,
 )
+from devall_cli.tools.mcp_direct import DirectLocalSource
 from devall_cli.tools.mcp_local import LocalSource
 from devall_cli.tools.mcp_remote import RemoteSource
 from devall_cli.tools.mcp_session import McpSessionSource
@@ -84,7 +85,8 @@ def text_of(result: ToolResult) -> str:
     return "\n".join(b.text for b in result.blocks if isinstance(b, TextBlock))
 
 
-MODES = ["stdio", "stdio-legacy", "http", "http-legacy"]
+# stdio-direct: devall's own client (tools list/call, probe), which speaks the handshake era.
+MODES = ["stdio", "stdio-legacy", "stdio-direct", "http", "http-legacy"]
 
 
 @pytest.fixture(scope="module")
@@ -114,7 +116,8 @@ class Maker:
             config = McpLocalConfig(
                 command=sys.executable, args=tuple(args), client=client, startup_timeout=30.0
             )
-            source = LocalSource(id="feat", config=config, **kwargs)
+            kind = DirectLocalSource if self.mode == "stdio-direct" else LocalSource
+            source = kind(id="feat", config=config, **kwargs)
         else:
             assert self.url is not None
             remote = McpRemoteConfig(server=self.url, timeout=10.0, client=client)

@@ -14,6 +14,7 @@ import pytest
 from devall_cli.config.model import McpLocalConfig
 from devall_cli.errors import ExitCode, ServerDiedError, ServerStartError
 from devall_cli.tools.base import TextBlock, ToolResult
+from devall_cli.tools.mcp_direct import DirectLocalSource
 from devall_cli.tools.mcp_local import LocalSource
 from tests.servers.serve import pid_gone
 
@@ -28,13 +29,17 @@ def server(script: str, *args: str, **settings: Any) -> McpLocalConfig:
 Factory = Callable[..., LocalSource]
 
 
-@pytest.fixture
-async def make_source() -> AsyncIterator[Factory]:
-    """Builds LocalSources and closes them at the end; every pid they used must be gone."""
+@pytest.fixture(params=[LocalSource, DirectLocalSource], ids=["fastmcp", "direct"])
+async def make_source(request: pytest.FixtureRequest) -> AsyncIterator[Factory]:
+    """Builds LocalSources and closes them at the end; every pid they used must be gone.
+
+    Every test runs with both clients: fastmcp's, and devall's own (tools list/call, probe).
+    """
+    kind: type[LocalSource] = request.param
     made: list[LocalSource] = []
 
     def make(config: McpLocalConfig, **kwargs: Any) -> LocalSource:
-        source = LocalSource(id=kwargs.pop("id", "local"), config=config, **kwargs)
+        source = kind(id=kwargs.pop("id", "local"), config=config, **kwargs)
         made.append(source)
         return source
 

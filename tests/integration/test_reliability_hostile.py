@@ -24,6 +24,7 @@ from devall_cli.config.model import McpLocalConfig
 from devall_cli.errors import ExitCode, ProtocolError
 from devall_cli.tools.base import TextBlock, ToolResult
 from devall_cli.tools.manager import ToolManager
+from devall_cli.tools.mcp_direct import DirectLocalSource
 from devall_cli.tools.mcp_local import LocalSource
 from devall_cli.tools.process_groups import live_child_pids
 from devall_cli.tools.stdio_process import LINE_LIMIT
@@ -51,10 +52,16 @@ def hostile(*args: str, **settings: Any) -> McpLocalConfig:
     )
 
 
-@pytest.fixture
-async def source() -> AsyncIterator[tuple[LocalSource, list[str]]]:
+# Both clients meet the same server: fastmcp's, and devall's own (tools list/call, probe).
+CLIENTS = pytest.mark.parametrize(
+    "kind", [LocalSource, DirectLocalSource], ids=["fastmcp", "direct"]
+)
+
+
+@pytest.fixture(params=[LocalSource, DirectLocalSource], ids=["fastmcp", "direct"])
+async def source(request: pytest.FixtureRequest) -> AsyncIterator[tuple[LocalSource, list[str]]]:
     lines: list[str] = []
-    src = LocalSource(
+    src = request.param(
         id="hostile",
         config=hostile(call_timeout=CALL_TIMEOUT, max_concurrency=8),
         on_log=lambda _id, line: lines.append(line),
@@ -117,8 +124,11 @@ async def test_bad_base64_is_a_visible_placeholder_not_a_crash(
     assert not [b for b in result.blocks if not isinstance(b, TextBlock)]
 
 
-async def test_a_tool_list_with_a_duplicate_name_is_a_protocol_error(tmp_path: Path) -> None:
-    src = LocalSource(id="dups", config=hostile("--duplicates"))
+@CLIENTS
+async def test_a_tool_list_with_a_duplicate_name_is_a_protocol_error(
+    tmp_path: Path, kind: type[LocalSource]
+) -> None:
+    src = kind(id="dups", config=hostile("--duplicates"))
     try:
         await src.start()
         with pytest.raises(ProtocolError) as info:
