@@ -14,6 +14,7 @@ failure) the usual way. Processes never handed over are torn down by `close()`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import os
 import re
@@ -30,8 +31,23 @@ from devall_cli.tools.stdio_process import StdioProcess
 
 # The module whose import brings the MCP client stack along (fastmcp, mcp, mcp_types, httpx2).
 CLIENT_MODULE = "devall_cli.tools.mcp_local"
+# What the direct client (mcp_direct.py) needs for calls, beyond listing.
+DIRECT_CALL_MODULES = ("devall_cli.tools.mcp_direct", "jsonschema")
 # `DEVALL_MCP_CLIENT=fastmcp`: list and call with fastmcp's client too (see mcp_direct.py).
 CLIENT_ENV = "DEVALL_MCP_CLIENT"
+
+
+def start_import(module: str) -> threading.Thread:
+    """Import `module` in a daemon thread, without waiting for it (a failure is left for the
+    importer in the main thread to meet and report)."""
+
+    def work() -> None:
+        with contextlib.suppress(BaseException):
+            importlib.import_module(module)
+
+    thread = threading.Thread(target=work, name="devall-warm-import", daemon=True)
+    thread.start()
+    return thread
 
 
 async def import_in_thread(module: str) -> None:
@@ -122,6 +138,11 @@ class HeadStart:
             spawned.append(plan.id)
         if spawned and not uses_direct_client(ctx):
             await import_in_thread(CLIENT_MODULE)
+        elif spawned and not ctx.stop_at_once:
+            # Tools will be called: the direct client checks results against output schemas.
+            # Imported meanwhile, on the core the server leaves free, not after the answer.
+            for module in DIRECT_CALL_MODULES:
+                start_import(module)
         return spawned
 
     def take(self, source_id: str) -> StdioProcess | None:

@@ -26,6 +26,7 @@ import pytest
 from devall_cli.config.mcp_client import McpClientConfig
 from devall_cli.config.model import McpLocalConfig, McpRemoteConfig
 from devall_cli.tools.base import DataBlock, ResourceLinkBlock, TextBlock
+from devall_cli.tools.mcp_direct import DirectLocalSource
 from devall_cli.tools.mcp_local import LocalSource
 from devall_cli.tools.mcp_remote import RemoteSource
 from devall_cli.tools.mcp_session import McpSessionSource
@@ -88,7 +89,8 @@ def http_server() -> Iterator[str]:
             time.sleep(0.02)
 
 
-@pytest.fixture(params=["stdio", "http"])
+# stdio-direct: devall's own client (tools list/call, probe) against the reference server.
+@pytest.fixture(params=["stdio", "stdio-direct", "http"])
 async def everything(
     request: pytest.FixtureRequest, tmp_path: Path
 ) -> AsyncIterator[tuple[McpSessionSource, Recorder]]:
@@ -96,14 +98,13 @@ async def everything(
     client = McpClientConfig(log_level="debug", sampling_max_tokens=64)
     source: McpSessionSource
     with contextlib.ExitStack() as stack:
-        if request.param == "stdio":
+        if request.param.startswith("stdio"):
             assert NODE is not None
             config = McpLocalConfig(
                 command=NODE, args=(str(INDEX), "stdio"), startup_timeout=30, client=client
             )
-            source = LocalSource(
-                id="everything", config=config, events=events, workflow_dir=tmp_path
-            )
+            kind = DirectLocalSource if request.param == "stdio-direct" else LocalSource
+            source = kind(id="everything", config=config, events=events, workflow_dir=tmp_path)
         else:
             url = stack.enter_context(http_server())
             remote = McpRemoteConfig(server=url, timeout=20.0, client=client)

@@ -1,0 +1,137 @@
+"""devall's own stdio client (mcp_direct.py) and fastmcp's meet the same protocol edges alike.
+
+The server is written by hand (tests/servers/raw_server.py), so that it can page its listing,
+refuse the handshake, list a tool without a schema, break its output schema, and ask the client
+what it likes. Every test runs with both clients and expects the same outcome.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from devall_cli.config.model import McpLocalConfig
+from devall_cli.errors import ExitCode, ProtocolError
+from devall_cli.tools.base import DataBlock, TextBlock, ToolResult
+from devall_cli.tools.mcp_direct import HANDSHAKE_VERSIONS, DirectLocalSource
+from devall_cli.tools.mcp_local import LocalSource
+from tests.servers.serve import pid_gone
+
+RAW = Path(__file__).resolve().parents[1] / "servers" / "raw_server.py"
+Factory = Callable[..., LocalSource]
+
+
+@pytest.fixture(params=[LocalSource, DirectLocalSource], ids=["fastmcp", "direct"])
+async def raw(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Factory]:
+    """Sources on the raw server with the given flags; closed (and gone) at the end."""
+    kind: type[LocalSource] = request.param
+    made: list[LocalSource] = []
+
+    def make(*flags: str) -> LocalSource:
+        config = McpLocalConfig(
+            command=sys.executable,
+            args=(str(RAW), *flags),
+            wait_for_log="raw server ready",
+            startup_timeout=20,
+            call_timeout=10,
+        )
+        source = kind(id="raw", config=config, workflow_dir=tmp_path)
+        made.append(source)
+        return source
+
+    yield make
+    for source in made:
+        pid = source.pid
+        await source.close()
+        assert pid is None or pid_gone(pid)
+
+
+def text_of(result: ToolResult) -> str:
+    return "\n".join(b.text for b in result.blocks if isinstance(b, TextBlock))
+
+
+async def test_every_page_of_the_listing_is_read(raw: Factory) -> None:
+    source = raw("--pages", "3")
+    info = await source.start()
+    assert info.server_name == "raw server" and info.protocol_version == "2025-06-18"
+    names = [tool.name for tool in await source.list_tools()]
+    assert names == ["tool_0", "shaped", "tool_1", "tool_2"]
+    assert text_of(await source.call_tool("tool_2", {})) == "called tool_2"
+
+
+async def test_a_server_that_refuses_the_handshake_is_a_protocol_error(raw: Factory) -> None:
+    source = raw("--modern-only")
+    with pytest.raises(ProtocolError) as info:
+        await source.start()
+    assert info.value.exit_code == ExitCode.REMOTE
+    assert "'raw'" in info.value.message and "-32022" in info.value.message
+
+
+async def test_a_tool_listed_without_an_input_schema_is_a_protocol_error(raw: Factory) -> None:
+    source = raw("--no-schema")
+    await source.start()
+    with pytest.raises(ProtocolError) as info:
+        await source.list_tools()
+    assert info.value.exit_code == ExitCode.REMOTE
+    assert "'raw'" in info.value.message and "inputSchema" in info.value.message
+
+
+@pytest.mark.parametrize(
+    ("mode", "words"),
+    [
+        ("none", "has an output schema but did not return structured content"),
+        ("wrong", "Invalid structured content returned by tool shaped"),
+    ],
+)
+async def test_structured_content_is_checked_against_the_output_schema(
+    raw: Factory, mode: str, words: str
+) -> None:
+    source = raw()
+    await source.list_tools()
+    result = await source.call_tool("shaped", {"mode": mode})
+    assert result.is_error and result.error_class == "invalid_result", text_of(result)
+    assert "tool 'shaped' returned an invalid result" in text_of(result)
+    assert words in text_of(result)
+
+
+async def test_structured_content_that_fits_its_schema_is_kept(raw: Factory) -> None:
+    source = raw()
+    await source.list_tools()
+    result = await source.call_tool("shaped", {"mode": "right"})
+    assert not result.is_error, text_of(result)
+    assert [b.data for b in result.blocks if isinstance(b, DataBlock)] == [{"n": 3}]
+
+
+@pytest.mark.parametrize(
+    ("method", "expect"),
+    [
+        ("ping", {}),
+        ("no/such/method", {"code": -32601}),
+    ],
+)
+async def test_what_the_server_asks_during_a_call_is_answered(
+    raw: Factory, method: str, expect: dict[str, Any]
+) -> None:
+    source = raw("--asks", method)
+    text = text_of(await source.call_tool("tool_0", {}))
+    asked = json.loads(text.split("asked: ", 1)[1])
+    assert {key: asked[key] for key in expect} == expect
+
+
+async def test_roots_are_the_workflow_folder_by_default(raw: Factory, tmp_path: Path) -> None:
+    source = raw("--asks", "roots/list")
+    text = text_of(await source.call_tool("tool_0", {}))
+    roots = json.loads(text.split("asked: ", 1)[1])["roots"]
+    assert tmp_path.as_uri() in [root["uri"] for root in roots]
+
+
+def test_the_offered_version_is_the_newest_the_sdk_reaches_by_handshake() -> None:
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+    assert set(HANDSHAKE_VERSIONS) == set(HANDSHAKE_PROTOCOL_VERSIONS)
+    assert HANDSHAKE_VERSIONS[0] == HANDSHAKE_PROTOCOL_VERSIONS[-1]
