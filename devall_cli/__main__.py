@@ -1,5 +1,5 @@
 """Allow `python -m devall_cli`."""
 
-from devall_cli.cli.app import main
+from devall_cli.cli.early import main
 
 main()

@@ -245,7 +245,10 @@ def run_async(coro: Coroutine[Any, Any, R], signals: SignalState | None = None) 
     """
     import asyncio  # here, not at the top: --help and validate start ~20 ms faster without it
 
+    from devall_cli.cli.early import take_loop
+
     state = signals or SignalState()
+    early_loop = take_loop()  # servers spawned before the CLI was parsed run on it
 
     async def main() -> R:
         loop = asyncio.get_running_loop()
@@ -263,9 +266,16 @@ def run_async(coro: Coroutine[Any, Any, R], signals: SignalState | None = None) 
         finally:
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.remove_signal_handler(signal.SIGTERM)
+            if early_loop is not None:
+                from devall_cli.tools.head_start import close_kept
+
+                await close_kept()  # spawned early for a source the command did not start
 
     try:
-        return asyncio.run(main())
+        if early_loop is None:
+            return asyncio.run(main())
+        with asyncio.Runner(loop_factory=lambda: early_loop) as runner:
+            return runner.run(main())
     except asyncio.CancelledError:
         if state.received == "SIGTERM":
             raise InterruptedRunError("terminated (SIGTERM)", signal_name="SIGTERM") from None

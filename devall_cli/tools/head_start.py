@@ -118,13 +118,26 @@ class HeadStart:
         self._processes: dict[str, StdioProcess] = {}
         self._spawned_at: dict[str, float] = {}
 
-    async def spawn(self, plans: Iterable[SourcePlan], ctx: SourceContext) -> list[str]:
-        """Spawn the local servers of `plans` not spawned yet; the ids of those now running."""
+    async def spawn(
+        self, plans: Iterable[SourcePlan], ctx: SourceContext, *, import_client: bool = True
+    ) -> list[str]:
+        """Spawn the local servers of `plans` not spawned yet; the ids of those now running.
+
+        A server spawned before the command (`keep_for_later`) with the same config is adopted.
+        With `import_client`, the modules that will speak to them are imported meanwhile.
+        """
         spawned: list[str] = []
         for plan in plans:
             make = tooling_type(plan.tooling).early_process
             if make is None or plan.id in self._processes:
                 continue
+            kept = _KEPT.pop(plan.id, None)
+            if kept is not None and kept[0] == plan.tooling.config:
+                self._processes[plan.id], self._spawned_at[plan.id] = kept[1], kept[2]
+                spawned.append(plan.id)
+                continue
+            if kept is not None:  # spawned for another config: not this source's
+                _KEPT[plan.id] = kept
             process: StdioProcess | None = make(plan.id, plan.tooling.config, ctx)
             if process is None:
                 continue
@@ -136,9 +149,11 @@ class HeadStart:
             self._processes[plan.id] = process
             self._spawned_at[plan.id] = time.monotonic()
             spawned.append(plan.id)
-        if spawned and not uses_direct_client(ctx):
+        if not spawned or not import_client:
+            return spawned
+        if not uses_direct_client(ctx):
             await import_in_thread(CLIENT_MODULE)
-        elif spawned and not ctx.stop_at_once:
+        elif not ctx.stop_at_once:
             # Tools will be called: the direct client checks results against output schemas.
             # Imported meanwhile, on the core the server leaves free, not after the answer.
             for module in DIRECT_CALL_MODULES:
@@ -157,6 +172,23 @@ class HeadStart:
         """Tear down every process not handed over; idempotent."""
         processes, self._processes = list(self._processes.values()), {}
         await asyncio.gather(*(process.close(graceful=False) for process in processes))
+
+
+# Processes spawned before the command that will use them was parsed (cli/early.py), by source
+# id: (config, process, when). A HeadStart adopts the one of its source if the config is equal.
+_KEPT: dict[str, tuple[object, StdioProcess, float]] = {}
+
+
+def keep_for_later(source_id: str, config: object, process: StdioProcess, at: float) -> None:
+    """Hold a process spawned ahead of its command for the command's HeadStart to adopt."""
+    _KEPT[source_id] = (config, process, at)
+
+
+async def close_kept() -> None:
+    """Tear down the processes kept for a command that did not adopt them; idempotent."""
+    processes = [process for _, process, _ in _KEPT.values()]
+    _KEPT.clear()
+    await asyncio.gather(*(process.close(graceful=False) for process in processes))
 
 
 def new_local_process(
