@@ -7,9 +7,6 @@ other form is left to Typer. The spawned processes are adopted by the command, o
 from __future__ import annotations
 
 import dataclasses
-import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,48 +19,15 @@ from devall_cli.config.loader import load_workflow
 from devall_cli.errors import ExitCode
 from devall_cli.tools.head_start import HeadStart, close_kept, keep_for_later
 from devall_cli.tools.plan import SourceContext, plan_sources
-from tests.cli.test_head_start_cli import TRICKY, tooling, write
-from tests.conftest import REPO_ROOT
+from tests.cli.test_head_start_cli import TRICKY, spied, tooling, write
 from tests.servers.serve import pid_gone
-
-# Runs devall through its console-script entry point; notes for each server spawn whether the
-# CLI (Typer) was imported yet, and the pids.
-SPY = """
-import asyncio, json, sys
-spawns, pids = [], []
-real = asyncio.create_subprocess_exec
-
-async def spy(*args, **kwargs):
-    spawns.append("typer" in sys.modules)
-    process = await real(*args, **kwargs)
-    pids.append(process.pid)
-    return process
-
-asyncio.create_subprocess_exec = spy
-sys.argv = ["devall", *sys.argv[1:]]
-code = 0
-try:
-    from devall_cli.cli.early import main
-    main()
-except SystemExit as exc:
-    code = exc.code or 0
-print("@@" + json.dumps({"code": code, "typer_before": spawns, "pids": pids}), file=sys.stderr)
-"""
 
 
 def entry(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
-    done = subprocess.run(
-        [sys.executable, "-c", SPY, *args],
-        cwd=tmp_path,
-        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO_ROOT), "NO_COLOR": "1", **(env or {})},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    marker = done.stderr.rsplit("@@", 1)
-    assert len(marker) == 2, done.stderr[-2000:]
-    report: dict[str, Any] = json.loads(marker[1])
-    report["stdout"], report["stderr"] = done.stdout, marker[0]
+    """`devall ARGS` through the console-script entry; `typer_before`: whether the CLI (Typer)
+    was imported at each server spawn."""
+    report = spied(tmp_path, *args, env=env, watch=("typer",), entry="early")
+    report["typer_before"] = [bool(modules) for modules in report["spawns"]]
     return report
 
 

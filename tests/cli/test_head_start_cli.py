@@ -28,27 +28,36 @@ HEAVY = ("fastmcp", "mcp", "mcp_types", "httpx", "httpx2")
 TRICKY = SERVERS_DIR / "tricky_server.py"
 EXIT_AT_ONCE = SERVERS_DIR / "exit_at_once_server.py"
 
-# Runs `devall ARGS...` in this interpreter; prints what was imported at each server spawn.
+# Runs `devall ARGS...` in this interpreter, through the entry point named by argv[2] (the
+# console script's, `early`, or the CLI's own, `app`); prints which of the modules in argv[1]
+# were imported at each server spawn and after, and the pids of the processes spawned.
 SPY = """
 import asyncio, json, sys
 heavy = json.loads(sys.argv[1])
-spawns = []
+spawns, pids = [], []
 real = asyncio.create_subprocess_exec
 
 async def spy(*args, **kwargs):
     spawns.append(sorted(m for m in heavy if m in sys.modules))
-    return await real(*args, **kwargs)
+    process = await real(*args, **kwargs)
+    pids.append(process.pid)
+    return process
 
 asyncio.create_subprocess_exec = spy
-sys.argv = ["devall", *sys.argv[2:]]
-from devall_cli.cli.app import main
+entry = sys.argv[2]
+sys.argv = ["devall", *sys.argv[3:]]
 code = 0
 try:
+    if entry == "early":
+        from devall_cli.cli.early import main
+    else:
+        from devall_cli.cli.app import main
     main()
 except SystemExit as exc:
     code = exc.code or 0
 after = sorted(m for m in heavy if m in sys.modules)
-print("@@" + json.dumps({"code": code, "spawns": spawns, "after": after}), file=sys.stderr)
+report = {"code": code, "spawns": spawns, "after": after, "pids": pids}
+print("@@" + json.dumps(report), file=sys.stderr)
 """
 
 
@@ -81,9 +90,15 @@ def write(tmp_path: Path, entries: str) -> Path:
     return path
 
 
-def spied(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
+def spied(
+    tmp_path: Path,
+    *args: str,
+    env: dict[str, str] | None = None,
+    watch: tuple[str, ...] = HEAVY,
+    entry: str = "app",
+) -> dict[str, Any]:
     done = subprocess.run(
-        [sys.executable, "-c", SPY, json.dumps(HEAVY), *args],
+        [sys.executable, "-c", SPY, json.dumps(watch), entry, *args],
         cwd=tmp_path,
         env={
             "PATH": "/usr/bin:/bin",
@@ -98,6 +113,7 @@ def spied(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> dict
     marker = done.stderr.rsplit("@@", 1)
     assert len(marker) == 2, done.stderr[-2000:]
     report: dict[str, Any] = json.loads(marker[1])
+    report["stdout"], report["stderr"] = done.stdout, marker[0]
     return report
 
 
