@@ -9,6 +9,11 @@ then waits for readiness and speaks MCP on it as if it had spawned it itself.
 
 A server that cannot be spawned ahead is left to its source, which spawns it (and reports any
 failure) the usual way. Processes never handed over are torn down by `close()`.
+
+Commands that speak to local servers with devall's own client (mcp_direct.py: `tools list`,
+`tools call`, `probe`) import no client stack at all. `tools list` and `probe` may even find
+their servers spawned before the CLI was loaded (cli/early.py): `keep_for_later` holds those,
+and `HeadStart.spawn` adopts the one of a source whose config is the same.
 """
 
 from __future__ import annotations
@@ -29,8 +34,9 @@ from devall_cli.tools.base import LogCallback
 from devall_cli.tools.plan import SourceContext, SourcePlan, tooling_type
 from devall_cli.tools.stdio_process import StdioProcess
 
-# The module whose import brings the MCP client stack along (fastmcp, mcp, mcp_types, httpx2).
-CLIENT_MODULE = "devall_cli.tools.mcp_local"
+# The modules whose import brings fastmcp's client stack along (fastmcp, mcp, mcp_types, httpx2),
+# which a LocalSource imports when it shakes hands (mcp_local.py itself imports none of it).
+CLIENT_MODULES = ("devall_cli.tools.stdio_transport", "devall_cli.tools.mcp_errors")
 # What the direct client (mcp_direct.py) needs for calls, beyond listing.
 DIRECT_CALL_MODULES = ("devall_cli.tools.mcp_direct", "jsonschema")
 # `DEVALL_MCP_CLIENT=fastmcp`: list and call with fastmcp's client too (see mcp_direct.py).
@@ -50,8 +56,8 @@ def start_import(module: str) -> threading.Thread:
     return thread
 
 
-async def import_in_thread(module: str) -> None:
-    """Import `module` in a daemon thread: meanwhile the event loop reads the servers' logs and
+async def import_in_thread(*modules: str) -> None:
+    """Import `modules` in a daemon thread: meanwhile the event loop reads the servers' logs and
     handles SIGTERM, and devall can exit without waiting for the import to end.
 
     A failed import is left for the importer in the main thread to meet and report.
@@ -65,9 +71,9 @@ async def import_in_thread(module: str) -> None:
 
     def work() -> None:
         try:
-            importlib.import_module(module)
-        except BaseException:  # the main thread's own import meets and reports it
-            pass
+            for module in modules:
+                with contextlib.suppress(BaseException):  # the main thread's import reports it
+                    importlib.import_module(module)
         finally:
             loop.call_soon_threadsafe(settle)
 
@@ -152,7 +158,7 @@ class HeadStart:
         if not spawned or not import_client:
             return spawned
         if not uses_direct_client(ctx):
-            await import_in_thread(CLIENT_MODULE)
+            await import_in_thread(*CLIENT_MODULES)
         elif not ctx.stop_at_once:
             # Tools will be called: the direct client checks results against output schemas.
             # Imported meanwhile, on the core the server leaves free, not after the answer.

@@ -30,7 +30,8 @@ EXIT_AT_ONCE = SERVERS_DIR / "exit_at_once_server.py"
 
 # Runs `devall ARGS...` in this interpreter, through the entry point named by argv[2] (the
 # console script's, `early`, or the CLI's own, `app`); prints which of the modules in argv[1]
-# were imported at each server spawn and after, and the pids of the processes spawned.
+# were imported at each server spawn, when devall began to wait for each server's readiness,
+# and at the end, and the pids of the processes spawned.
 SPY = """
 import asyncio, json, sys
 heavy = json.loads(sys.argv[1])
@@ -44,6 +45,14 @@ async def spy(*args, **kwargs):
     return process
 
 asyncio.create_subprocess_exec = spy
+from devall_cli.tools.stdio_process import StdioProcess
+ready, real_wait = [], StdioProcess.wait_ready
+
+async def wait_ready(self, *args, **kwargs):
+    ready.append(sorted(m for m in heavy if m in sys.modules))
+    return await real_wait(self, *args, **kwargs)
+
+StdioProcess.wait_ready = wait_ready
 entry = sys.argv[2]
 sys.argv = ["devall", *sys.argv[3:]]
 code = 0
@@ -56,7 +65,7 @@ try:
 except SystemExit as exc:
     code = exc.code or 0
 after = sorted(m for m in heavy if m in sys.modules)
-report = {"code": code, "spawns": spawns, "after": after, "pids": pids}
+report = {"code": code, "spawns": spawns, "ready": ready, "after": after, "pids": pids}
 print("@@" + json.dumps(report), file=sys.stderr)
 """
 
@@ -137,7 +146,8 @@ def test_local_server_is_spawned_before_the_mcp_client_is_imported(
     assert report["code"] == 0
     assert report["spawns"] == [[]]  # one server, spawned with none of the heavy modules loaded
     if command[0] == "run":
-        assert "fastmcp" in report["after"]  # and the client stack came after, to speak to it
+        # ... and the client stack was imported while the server started, not after it
+        assert report["ready"] and all("fastmcp" in modules for modules in report["ready"])
     else:
         assert report["after"] == []  # devall's own client spoke to it: no client stack at all
 
