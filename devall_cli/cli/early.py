@@ -12,13 +12,15 @@ Only the plain forms are taken: `devall [--debug] [--no-color] tools list WORKFL
 `devall ... probe WORKFLOW`, with `--var`, `--env-file`, `--json`, `--schema`, `--timeout` and
 `--junit`. Anything else (ad-hoc targets, `--node`, `--help`, an option this module does not
 know, a workflow that does not load) leaves the command to itself: this is a head start, never a
-second parser. Processes no command adopted are torn down before devall exits.
+second parser. Processes no command adopted are torn down before devall exits, and a SIGTERM
+before the command takes over its signals ends devall as the command would (exit 143).
 """
 
 from __future__ import annotations
 
 import atexit
 import os
+import signal
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,14 +97,35 @@ def _options(args: list[str], valued: frozenset[str], flags: frozenset[str]) -> 
 _LOOP: asyncio.AbstractEventLoop | None = None  # the loop the early processes belong to
 
 
+class Terminated(BaseException):
+    """SIGTERM arrived after the early spawn, before the command took over its signals.
+
+    A BaseException, so that no `except Exception` on the way swallows it.
+    """
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise Terminated
+
+
 def main() -> None:
     """Console-script entry point: the head start, then the CLI."""
     import sys
 
-    early_start(sys.argv[1:])
-    from devall_cli.cli.app import main as cli_main
+    try:
+        early_start(sys.argv[1:])
+        from devall_cli.cli.app import main as cli_main
 
-    cli_main()
+        cli_main()
+    except Terminated:
+        # As the command itself ends on SIGTERM: one line, exit 143; the servers spawned early
+        # are torn down at exit (or were killed with the command's other children).
+        from devall_cli.cli.common import report_error
+        from devall_cli.errors import InterruptedRunError
+
+        error = InterruptedRunError("terminated (SIGTERM)", signal_name="SIGTERM")
+        report_error(error)
+        raise SystemExit(int(error.exit_code)) from None
 
 
 def early_start(argv: Sequence[str]) -> None:
@@ -120,6 +143,8 @@ def early_start(argv: Sequence[str]) -> None:
         return
     if _LOOP is not None:
         atexit.register(_tear_down)
+        # Until the command's event loop takes SIGTERM over (run_async), end cleanly on it.
+        signal.signal(signal.SIGTERM, _on_sigterm)
 
 
 def _spawn(invocation: Invocation) -> asyncio.AbstractEventLoop | None:

@@ -7,6 +7,9 @@ other form is left to Typer. The spawned processes are adopted by the command, o
 from __future__ import annotations
 
 import dataclasses
+import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +23,7 @@ from devall_cli.errors import ExitCode
 from devall_cli.tools.head_start import HeadStart, close_kept, keep_for_later
 from devall_cli.tools.plan import SourceContext, plan_sources
 from tests.cli.test_head_start_cli import TRICKY, spied, tooling, write
+from tests.conftest import REPO_ROOT
 from tests.servers.serve import pid_gone
 
 
@@ -175,3 +179,51 @@ def test_the_options_read_are_those_the_commands_declare() -> None:
         }
         assert {name for name in valued if declared.get(name) is False} == set(valued)
         assert {name for name in flags if declared.get(name) is True} == set(flags)
+
+
+# SIGTERM right after the early spawn, before the CLI is even imported; prints the pids spawned.
+SIGTERM_EARLY = """
+import asyncio, json, os, signal, sys
+pids, real = [], asyncio.create_subprocess_exec
+
+async def spy(*args, **kwargs):
+    process = await real(*args, **kwargs)
+    pids.append(process.pid)
+    return process
+
+asyncio.create_subprocess_exec = spy
+sys.argv = ["devall", *sys.argv[1:]]
+from devall_cli.cli import early
+start = early.early_start
+
+def start_then_sigterm(argv):
+    start(argv)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+early.early_start = start_then_sigterm
+code = 0
+try:
+    early.main()
+except SystemExit as exc:
+    code = exc.code
+print("@@" + json.dumps({"code": code, "pids": pids}), file=sys.stderr)
+"""
+
+
+def test_sigterm_before_the_command_takes_over_ends_devall_as_the_command_would(
+    tmp_path: Path,
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", SIGTERM_EARLY, "tools", "list", workflow(tmp_path)],
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO_ROOT), "NO_COLOR": "1"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    shown, report = done.stderr.rsplit("@@", 1)
+    outcome = json.loads(report)
+    assert outcome["code"] == ExitCode.TERMINATED, done.stderr
+    assert "devall: error: terminated (SIGTERM)" in shown
+    assert "Traceback" not in shown
+    assert outcome["pids"] and all(pid_gone(pid) for pid in outcome["pids"])

@@ -7,6 +7,7 @@ import json
 import os
 import pty
 import select
+import signal
 import subprocess
 import sys
 import termios
@@ -19,6 +20,13 @@ import pytest
 
 DEVALL = Path(sys.executable).parent / "devall"
 TOKEN = "tok-terminal-5d1e8a2c7f"
+
+
+def _controlling_tty() -> None:
+    """In the child: the pty becomes its controlling tty, and SIGINT does what it does in a
+    shell even when the tests were started where it is ignored (a background job)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
 
 class Terminal:
@@ -36,7 +44,7 @@ class Terminal:
             env=env,
             start_new_session=True,
             # The terminal becomes the child's controlling tty: Ctrl-C there sends it SIGINT.
-            preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0),
+            preexec_fn=_controlling_tty,
         )
         os.close(slave)
         self.seen = b""
@@ -58,7 +66,7 @@ class Terminal:
         deadline = time.monotonic() + timeout
         while self.proc.poll() is None and time.monotonic() < deadline:
             self._read(0.1)
-        while self._read(0.1):
+        while self._read(0.1) and time.monotonic() < deadline + 1:
             pass
         return self.proc.wait(timeout=1)
 
