@@ -120,7 +120,9 @@ def test_lone_surrogates_from_a_remote_server_become_replacement_characters(
         code, out, err = invoke("run", str(wf), "--out", "run")
     assert code == 0, err
     texts = [e["blocks"][0]["text"] for e in of_kind(Path("run"), "tool.result")]
-    assert texts == ["a\ufffdb", "sent", "x\ufffdy", "again"]  # the session lived on
+    # The three calls of the first turn run at once and are recorded as they end.
+    assert sorted(texts[:3]) == sorted(["a\ufffdb", "sent", "x\ufffdy"])
+    assert texts[3:] == ["again"]  # the session lived on
     logged = [e["line"] for e in of_kind(Path("run"), "server.log")]
     assert "warning (odd\ufffd): note \ufffd\x1b[2J" in logged
     assert [e["kind"] for e in events(Path("run"))][-1] == "run.finished"
