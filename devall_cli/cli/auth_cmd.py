@@ -23,6 +23,7 @@ from devall_cli.cli.common import (
     stderr_console,
     stdout_console,
 )
+from devall_cli.cli.targets import ServerNodeOption
 from devall_cli.errors import UsageError
 
 if TYPE_CHECKING:
@@ -42,11 +43,6 @@ OptionalWorkflowArg = Annotated[
 UrlOption = Annotated[
     str | None, typer.Option("--url", metavar="URL", help="A remote MCP server instead.")
 ]
-NodeOption = Annotated[
-    str | None, typer.Option("--node", metavar="ID", help="Only this node's servers.")
-]
-
-
 def print_auth_notice(source_id: str, notice: AuthNotice) -> None:
     """An OAuth step on stderr: the URL to open is always shown (the command waits for it)."""
     console = stderr_console()
@@ -69,7 +65,7 @@ def _one_target_kind(workflow: Path | None, url: str | None) -> None:
 def login_command(
     workflow: OptionalWorkflowArg = None,
     url: UrlOption = None,
-    node: NodeOption = None,
+    node: ServerNodeOption = None,
     scope: Annotated[
         list[str] | None,
         typer.Option("--scope", metavar="SCOPE", help="With --url: a scope to ask for."),
@@ -145,7 +141,7 @@ def _login_row(result: Any) -> dict[str, Any]:
 def logout_command(
     workflow: OptionalWorkflowArg = None,
     url: UrlOption = None,
-    node: NodeOption = None,
+    node: ServerNodeOption = None,
     all_servers: Annotated[
         bool, typer.Option("--all", help="Forget every cached token of every server.")
     ] = False,

@@ -9,7 +9,6 @@ import typer
 from devall_cli.cli.app import app
 from devall_cli.cli.common import EnvFileOption, JsonOption, VarOption, error_boundary, print_json
 from devall_cli.cli.resources_cmd import (
-    NodeOption,
     on_servers,
     print_blocks,
     print_listing,
@@ -21,6 +20,7 @@ from devall_cli.cli.targets import (
     HeaderOption,
     McpConfigOption,
     OptionalWorkflowArg,
+    ServerNodeOption,
     ServerOption,
     StartupTimeoutOption,
     UrlOption,
@@ -41,7 +41,7 @@ app.add_typer(prompts_app, name="prompts")
 @error_boundary
 def list_command(
     workflow: OptionalWorkflowArg = None,
-    node: NodeOption = None,
+    node: ServerNodeOption = None,
     json_output: JsonOption = False,
     var: VarOption = None,
     env_file: EnvFileOption = None,
@@ -81,7 +81,7 @@ def get_command(
     args: Annotated[
         str, typer.Option("--args", metavar="JSON", help="Arguments as a JSON object.")
     ] = "{}",
-    node: NodeOption = None,
+    node: ServerNodeOption = None,
     json_output: JsonOption = False,
     var: VarOption = None,
     env_file: EnvFileOption = None,

@@ -29,6 +29,7 @@ from devall_cli.cli.targets import (
     HeaderOption,
     McpConfigOption,
     OptionalWorkflowArg,
+    ServerNodeOption,
     ServerOption,
     StartupTimeoutOption,
     UrlOption,
@@ -45,11 +46,6 @@ resources_app = typer.Typer(
     no_args_is_help=True,
 )
 app.add_typer(resources_app, name="resources")
-
-NodeOption = Annotated[
-    str | None, typer.Option("--node", metavar="ID", help="Only this node's servers.")
-]
-
 
 def on_servers(
     loaded: Any,
@@ -152,7 +148,7 @@ def print_blocks(
 @error_boundary
 def list_command(
     workflow: OptionalWorkflowArg = None,
-    node: NodeOption = None,
+    node: ServerNodeOption = None,
     json_output: JsonOption = False,
     var: VarOption = None,
     env_file: EnvFileOption = None,
@@ -174,7 +170,7 @@ def list_command(
 @error_boundary
 def templates_command(
     workflow: OptionalWorkflowArg = None,
-    node: NodeOption = None,
+    node: ServerNodeOption = None,
     json_output: JsonOption = False,
     var: VarOption = None,
     env_file: EnvFileOption = None,
@@ -219,7 +215,7 @@ def _listing(options: dict[str, Any], what: str) -> None:
 def read_command(
     workflow: OptionalWorkflowArg = None,
     uri: Annotated[str | None, typer.Argument(metavar="URI", help="The resource's URI.")] = None,
-    node: NodeOption = None,
+    node: ServerNodeOption = None,
     json_output: JsonOption = False,
     var: VarOption = None,
     env_file: EnvFileOption = None,

@@ -13,10 +13,18 @@ from typing import Annotated, Any
 import typer
 
 from devall_cli.cli.common import STATE, load, parse_vars
-from devall_cli.cli.completion import complete_workflow
+from devall_cli.cli.completion import complete_node, complete_workflow
 from devall_cli.errors import UsageError
 
 PANEL = "Ad-hoc server (instead of WORKFLOW)"
+
+# `--node` of the commands that act on the servers of a workflow's nodes (auth, resources, prompts).
+ServerNodeOption = Annotated[
+    str | None,
+    typer.Option(
+        "--node", metavar="ID", help="Only this node's servers.", autocompletion=complete_node
+    ),
+]
 
 UrlOption = Annotated[
     str | None,

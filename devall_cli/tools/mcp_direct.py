@@ -280,11 +280,12 @@ class DirectSession:
             raise RpcError(
                 INVALID_PARAMS, "elicitation/create needs a message and a requestedSchema or url"
             )
-        form = not isinstance(url, str)
-        answer = await self._requests.answer_elicitation(
-            message, None if form else str(url), dict(schema) if form and schema else {}
-        )
-        return _elicit_result(answer, dict(schema) if form and schema else None)
+        if isinstance(url, str):
+            answer = await self._requests.answer_elicitation(message, url, {})
+            return _elicit_result(answer, None)
+        form_schema = dict(schema) if isinstance(schema, Mapping) else {}
+        answer = await self._requests.answer_elicitation(message, None, form_schema)
+        return _elicit_result(answer, form_schema)
 
     async def _sample(self, params: Mapping[str, Any]) -> dict[str, Any]:
         import mcp_types  # only when a server asks: the sampling request is read as the SDK's
@@ -333,10 +334,6 @@ class DirectLocalSource(LocalSource):
         super().__init__(**kwargs)
         self._direct: DirectSession | None = None
         self._output_schemas: dict[str, Mapping[str, Any] | None] = {}
-
-    @property
-    def server(self) -> str:
-        return f"MCP server '{self.id}' ({self.target})"
 
     # --- the session ---------------------------------------------------------------------------
 

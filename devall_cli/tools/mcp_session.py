@@ -174,6 +174,11 @@ class McpSessionSource:
     # --- public API --------------------------------------------------------------------------
 
     @property
+    def server(self) -> str:
+        """`MCP server 'id' (target)`, as errors name the server."""
+        return f"MCP server '{self.id}' ({self.target})"
+
+    @property
     def info(self) -> ServerInfo | None:
         """What the server said about itself when the current session started."""
         return self._info
@@ -257,9 +262,7 @@ class McpSessionSource:
         twice = sorted(name for name, count in Counter(names).items() if count > 1)
         if twice:
             listed = ", ".join(f"'{name}'" for name in twice)
-            raise ProtocolError(
-                f"MCP server '{self.id}' ({self.target}) listed more than one tool named {listed}"
-            )
+            raise ProtocolError(f"{self.server} listed more than one tool named {listed}")
 
     async def close(self) -> None:
         """End the session; safe to call more than once."""
@@ -291,7 +294,7 @@ class McpSessionSource:
     async def _open_session(self) -> None:
         """Connect a new client: modern probe first, then one legacy try if it went unanswered."""
         if self._closed:
-            raise ServerDiedError(f"MCP server '{self.id}' ({self.target}) is already closed")
+            raise ServerDiedError(f"{self.server} is already closed")
         started = time.perf_counter()
         transport = self.make_transport()
         legacy_only = bool(getattr(transport, "legacy_only", False))
@@ -310,7 +313,7 @@ class McpSessionSource:
                 raise self._failure(retry_exc, "connect") from retry_exc
         if self._closed:  # closed while connecting: do not leave the new session behind
             await _close_quietly(client)
-            raise ServerDiedError(f"MCP server '{self.id}' ({self.target}) is already closed")
+            raise ServerDiedError(f"{self.server} is already closed")
         server = client.server_info
         self._info = ServerInfo(
             protocol_version=client.protocol_version,
@@ -452,8 +455,7 @@ class McpSessionSource:
     def _died(self, exc: BaseException, reason: str | None = None) -> ServerDiedError:
         """The error for a session that is gone for good."""
         why = reason or _errors().describe_failure(exc)
-        server = f"MCP server '{self.id}' ({self.target})"
-        return ServerDiedError(f"lost the session with {server}: {why}")
+        return ServerDiedError(f"lost the session with {self.server}: {why}")
 
     # --- logs --------------------------------------------------------------------------------
 
