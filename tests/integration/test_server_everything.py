@@ -8,6 +8,7 @@ it (or without Node) these tests are skipped, saying why.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -147,8 +148,16 @@ async def test_what_the_reference_server_asks_and_reports(
     # roots: the workflow's folder by default; the server logs that it got them
     roots = text_of(await source.call_tool("get-roots-list", {}, context=call()))
     assert tmp_path.as_uri() in roots
-    logged = [(args[1], args[3]) for args in events.named("server_message")]
-    assert any(level == "info" and "Roots updated" in text for level, text in logged)
+
+    def roots_logged() -> bool:
+        logged = [(args[1], args[3]) for args in events.named("server_message")]
+        return any(level == "info" and "Roots updated" in text for level, text in logged)
+
+    # The server logs it after it got the roots: over HTTP that may come after the call's answer.
+    deadline = time.monotonic() + 5
+    while not roots_logged() and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert roots_logged()
 
     # progress of a long-running operation, with its call
     done = await source.call_tool(
