@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -133,16 +134,16 @@ def connect(
         "include_dashboard": False,
         "log_to_driver": False,
         "logging_level": logging.ERROR,
-        "runtime_env": {"working_dir": str(working_dir), "excludes": list(SHIP_EXCLUDES)},
         "namespace": "devall",
     }
     _quiet_ray_loggers()
     if address is not None:
         reachable(address)
-        ray.init(address=address, **options)
+        ray.init(address=address, runtime_env=ship(working_dir), **options)
         return RayCluster(address)
     before = _children(process_table())
     cluster = RayCluster(None, temp_dir=Path(tempfile.mkdtemp(prefix="devall-ray-", dir=_tmp())))
+    options["runtime_env"] = ship(working_dir, cluster.temp_dir)
     try:
         ray.init(
             _node_ip_address=LOOPBACK,
@@ -158,6 +159,21 @@ def connect(
     cluster.roots = _children(process_table()) - before - _devall_helpers()
     cluster.remember_processes()
     return cluster
+
+
+def ship(working_dir: Path, temp_dir: Path | None = None) -> dict[str, Any]:
+    """The runtime environment that ships `working_dir` to the workers.
+
+    A cluster's own temporary folder is never shipped, even when it lies inside `working_dir`
+    (a workflow kept in /tmp): Ray would be zipping the files its running session writes.
+    """
+    excludes = list(SHIP_EXCLUDES)
+    if temp_dir is not None:
+        with contextlib.suppress(ValueError):
+            inside = temp_dir.resolve().relative_to(working_dir.resolve())
+            # Ray reads excludes as .gitignore lines: anchored, wildcard characters escaped.
+            excludes.append("/" + re.sub(r"([\\\[\]*?!#])", r"\\\1", inside.as_posix()))
+    return {"working_dir": str(working_dir), "excludes": excludes}
 
 
 def on_loopback(address: str) -> bool:

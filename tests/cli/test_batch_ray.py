@@ -203,7 +203,11 @@ def test_a_local_cluster_runs_the_batch_on_loopback_and_leaves_nothing(
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[dict[str, Any]]:
-    """A two-CPU local cluster; yields its address and token, then checks it left nothing."""
+    """A two-CPU local cluster; yields its address and token, then checks it left nothing.
+
+    The folder is both the shipped working directory and the temporary one, so Ray's session
+    folder lies inside what is shipped: it must be left out (zipping it filled a disk once).
+    """
     folder = Path(tempfile.mkdtemp(prefix="dvc", dir="/tmp"))
     process = subprocess.Popen(
         [sys.executable, "-m", "tests.servers.ray_cluster"],

@@ -9,7 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from devall_cli.batch.ray_cluster import loopback_environ, on_loopback, reap
+from devall_cli.batch.ray_cluster import (
+    SHIP_EXCLUDES,
+    loopback_environ,
+    on_loopback,
+    reap,
+    ship,
+)
 from devall_cli.batch.ray_worker import BatchWorker, WorkerSpec, read_tree, write_tree
 from tests.cli.batch_flows import fixture_tooling, scripted_workflow
 
@@ -56,6 +62,34 @@ def test_a_local_cluster_is_kept_on_loopback_with_a_token_of_its_own() -> None:
 )
 def test_which_cluster_addresses_are_on_loopback(address: str, loopback: bool) -> None:
     assert on_loopback(address) is loopback
+
+
+def test_a_clusters_own_folder_inside_the_workflow_folder_is_never_shipped(
+    tmp_path: Path,
+) -> None:
+    """A workflow kept in the temporary folder: Ray must not zip the session it is writing."""
+    pytest.importorskip("ray", reason="uses Ray's own packaging to see what is shipped")
+    from ray._private.runtime_env.packaging import get_uri_for_directory
+
+    (tmp_path / "flow.yaml").write_text("graph: {}")
+    (tmp_path / "logs").mkdir()
+    session = tmp_path / "tmp[1]" / "devall-ray-x1"  # names are patterns to Ray: escaped
+    (session / "session_1").mkdir(parents=True)
+    env = ship(tmp_path, session)
+    assert env["working_dir"] == str(tmp_path)
+
+    def shipped() -> str:
+        return get_uri_for_directory(str(tmp_path), True, env["excludes"])
+
+    before = shipped()
+    (session / "session_1" / "ports_by_node.json").write_text("Ray writes here")
+    (tmp_path / "logs" / "run.log").write_text("devall's own logs stay home too")
+    assert shipped() == before
+    (tmp_path / "tmp1" / "devall-ray-x1").mkdir(parents=True)
+    (tmp_path / "tmp1" / "devall-ray-x1" / "f.py").write_text("a folder of the workflow ships")
+    assert shipped() != before
+    # A cluster folder elsewhere adds nothing to the list.
+    assert ship(tmp_path, Path("/elsewhere/devall-ray-x1"))["excludes"] == list(SHIP_EXCLUDES)
 
 
 def test_run_files_go_back_whole_and_never_outside_their_directory(tmp_path: Path) -> None:
