@@ -118,8 +118,7 @@ def connect(
     """
     # Ray's own handler of fatal signals would turn devall's clean SIGTERM exit into an abort.
     os.environ["RAY_DISABLE_FAILURE_SIGNAL_HANDLER"] = "1"
-    # Ray's C++ side writes its warnings straight to stderr; devall reports failures itself.
-    os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "error")
+    # RAY_BACKEND_LOG_LEVEL is left alone: set, it makes Ray's C++ side announce it on stderr.
     if address is None:
         os.environ.update(environ if environ is not None else loopback_environ())
     else:

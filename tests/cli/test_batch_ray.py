@@ -137,6 +137,11 @@ def _environ(tmp: Path, **extra: str) -> dict[str, str]:
     return {**env, **extra}
 
 
+def _foreign_lines(stderr: str) -> list[str]:
+    """What a batch where every task is ok printed on stderr that is not its progress."""
+    return [line for line in stderr.splitlines() if not line.startswith("batch: ")]
+
+
 @pytest.fixture
 def short_tmp() -> Iterator[Path]:
     """A short temporary folder (Ray's socket paths have a length limit), removed after."""
@@ -181,6 +186,7 @@ def test_a_local_cluster_runs_the_batch_on_loopback_and_leaves_nothing(
     assert code == 0, err
     summary = json.loads(out)
     assert summary["executor"] == "ray" and summary["counts"]["ok"] == 4
+    assert _foreign_lines(err) == []
     outputs = {line["id"]: line["output"] for line in results(tmp_path / "b")}
     assert sorted(outputs) == ["ana", "bo", "cy", "dee"]
     assert outputs["bo"].startswith("A gloomy fortune. Bo, your lucky number is ")
@@ -276,6 +282,7 @@ def test_ray_address_runs_on_an_existing_cluster_and_resumes(
     assert code == 0, err
     summary = json.loads(out)
     assert summary["counts"]["ran"] == 1 and summary["counts"]["skipped"] == 3
+    assert _foreign_lines(err) == []
     second = results(tmp_path / "b")
     assert len(second) == 5 and second[-1]["id"] == "bad" and second[-1]["output"] == "hi three"
     # The cluster is still up: devall only left it.
