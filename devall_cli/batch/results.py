@@ -41,6 +41,7 @@ class TaskOutcome:
     tokens: Mapping[str, int] = field(default_factory=dict)
     run_dir: str = ""  # relative to the batch directory: runs/<task>
     exit_code: int = 0
+    hint: str | None = None  # how to fix the failure, where devall can tell
 
     def record(self) -> dict[str, Any]:
         """The JSON object of the line."""
@@ -53,6 +54,7 @@ class TaskOutcome:
             "tokens": dict(self.tokens),
             "run_dir": self.run_dir,
             "exit_code": self.exit_code,
+            "hint": self.hint,
         }
 
     @classmethod
@@ -68,6 +70,7 @@ class TaskOutcome:
             tokens=dict(tokens) if isinstance(tokens, dict) else {},
             run_dir=str(record.get("run_dir") or ""),
             exit_code=int(record.get("exit_code") or 0),
+            hint=record.get("hint") or None,
         )
 
 

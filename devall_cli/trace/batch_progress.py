@@ -2,7 +2,8 @@
 
 The bar shows done/total, failed, running, the rate and the time left. Without a terminal (CI
 logs, `--no-color`, NO_COLOR) a line is printed at most every few seconds and once at the end,
-and each failed task gets a line of its own, so a log stays short however many tasks there are.
+and each failed task gets a line of its own (followed by its hint the first time that hint
+comes up), so a log stays short however many tasks there are.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ class BatchProgress:
         self._progress: Progress | None = None
         self._bar: TaskID | None = None
         self._last_text = ""
+        self._hints: set[str] = set()  # each hint is shown once, however many tasks it fits
 
     # --- BatchListener -----------------------------------------------------------------------
 
@@ -87,6 +89,9 @@ class BatchProgress:
             self.failed += 1
             error = (outcome.error or "failed")[:ERROR_CHARS]
             self._print(f"task {outcome.id} failed: {error}", style="red")
+            if outcome.hint and outcome.hint not in self._hints:
+                self._hints.add(outcome.hint)
+                self._print(f"  hint: {outcome.hint}")
         self._update(advance=1 if outcome.status != "interrupted" else 0)
         now = self.clock()
         if not self.live and now - self._last_line >= PLAIN_EVERY:

@@ -210,6 +210,22 @@ def test_a_task_whose_vars_break_the_workflow_fails_alone(tmp_path: Path) -> Non
     assert "nowhere" in lines["bad"]["error"] and lines["bad"]["run_dir"] == ""
 
 
+def test_a_failures_hint_goes_to_its_records_and_once_to_stderr(tmp_path: Path) -> None:
+    server = tmp_path / "server.py"
+    server.write_text("import devall_module_nobody_installed\n")
+    tooling = fixture_tooling(args=[str(server)])
+    flow = scripted_workflow(tmp_path, "{input}", tooling=[tooling])
+    tasks = jsonl_tasks(tmp_path, *({"id": f"t{n}", "task": "x"} for n in range(3)))
+    code, _, err = invoke(str(flow), str(tasks), "--out", "b")
+    assert code == 1
+    lines = results(Path("b"))
+    assert [line["status"] for line in lines] == ["failed"] * 3
+    hint = lines[0]["hint"]
+    assert "no module 'devall_module_nobody_installed'" in hint
+    assert all(line["hint"] == hint for line in lines)
+    assert err.count(f"  hint: {hint}\n") == 1 and err.count("hint:") == 1
+
+
 def test_secrets_in_task_vars_are_masked_in_every_record(tmp_path: Path) -> None:
     flow = scripted_workflow(tmp_path, "using ${API_KEY} for {input}")
     secret = "sk-task-secret-93b1f0c2"

@@ -44,6 +44,25 @@ def test_without_a_terminal_a_line_every_few_seconds_and_one_per_failure() -> No
     ]
 
 
+def test_a_failures_hint_is_shown_once_however_many_tasks_it_fits() -> None:
+    out, buffer = console(False)
+    progress = BatchProgress(out, live=False, clock=Clock())
+    progress.batch_started(total=4, to_run=4, skipped=0)
+    venv = "activate the virtualenv that has the server's packages"
+    for task_id, hint in [("a", venv), ("b", venv), ("c", None), ("d", "give the token")]:
+        failed = TaskOutcome(task_id, "failed", error="server exited", hint=hint)
+        progress.task_finished(failed)
+    lines = buffer.getvalue().splitlines()
+    assert lines[1:7] == [
+        "task a failed: server exited",
+        f"  hint: {venv}",
+        "task b failed: server exited",
+        "task c failed: server exited",
+        "task d failed: server exited",
+        "  hint: give the token",
+    ]
+
+
 def test_on_a_terminal_a_live_bar_that_leaves_the_last_state_line() -> None:
     out, buffer = console(True)
     progress = BatchProgress(out, live=True, clock=Clock())
