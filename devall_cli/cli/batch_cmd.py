@@ -54,11 +54,20 @@ def batch_command(
     ] = 4,
     executor: Annotated[
         str,
-        typer.Option("--executor", metavar="local|ray", help="Where the tasks run."),
+        typer.Option(
+            "--executor",
+            metavar="local|ray",
+            help="Where the tasks run: this process, or Ray workers (the ray extra).",
+        ),
     ] = "local",
     ray_address: Annotated[
         str | None,
-        typer.Option("--ray-address", metavar="ADDR", help="The Ray cluster to run on."),
+        typer.Option(
+            "--ray-address",
+            metavar="ADDR",
+            help="Join the Ray cluster at ADDR, HOST:PORT of its head (default: start one"
+            " on 127.0.0.1, stopped at the end).",
+        ),
     ] = None,
     resume: Annotated[
         bool,
