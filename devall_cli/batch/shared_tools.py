@@ -107,6 +107,7 @@ class SharedSources:
                 events=events,
                 store=TASK_STORE.get(),
                 make_source=self.make_source,
+                spawn_ahead=False,
             )
             return manager
 

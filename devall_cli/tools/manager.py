@@ -98,6 +98,7 @@ class ToolManager:
         store: Any = None,
         import_functions: bool = True,
         make_source: SourceMaker = build_source,
+        spawn_ahead: bool = True,
         on_auth: AuthCallback | None = None,
         elicitor: Elicitor | None = None,
         stop_at_once: bool = False,
@@ -105,6 +106,9 @@ class ToolManager:
     ) -> None:
         self.workflow = workflow
         self._make_source = make_source  # a batch hands out the servers its tasks share
+        # Local servers are spawned before the MCP client stack is imported, unless the
+        # sources come from elsewhere (a batch's shared servers): nothing to spawn then.
+        self._spawn_ahead_on = spawn_ahead
         self._on_auth_shown = on_auth  # OAuth steps a command shows itself (it has no trace)
         self.plan = plan_sources(workflow)
         self._redact = workflow.redactor.text
@@ -187,8 +191,8 @@ class ToolManager:
 
     async def _spawn_ahead(self, plans: Sequence[SourcePlan]) -> None:
         """Spawn the local servers of `plans` before their sources import the MCP client."""
-        if self._make_source is not build_source:
-            return  # the sources come from elsewhere (a batch's shared servers): nothing to spawn
+        if not self._spawn_ahead_on:
+            return
         waiting = [p for p in plans if p.id not in self._sources]
         for plan in waiting:
             self._announce(plan)  # before the process can log anything
