@@ -41,6 +41,7 @@ class TaskOutcome:
     tokens: Mapping[str, int] = field(default_factory=dict)
     run_dir: str = ""  # relative to the batch directory: runs/<task>
     exit_code: int = 0
+    details: tuple[str, ...] = ()  # what the failure's message leaves out (a server's stderr)
     hint: str | None = None  # how to fix the failure, where devall can tell
 
     def record(self) -> dict[str, Any]:
@@ -54,6 +55,7 @@ class TaskOutcome:
             "tokens": dict(self.tokens),
             "run_dir": self.run_dir,
             "exit_code": self.exit_code,
+            "details": list(self.details),
             "hint": self.hint,
         }
 
@@ -70,6 +72,7 @@ class TaskOutcome:
             tokens=dict(tokens) if isinstance(tokens, dict) else {},
             run_dir=str(record.get("run_dir") or ""),
             exit_code=int(record.get("exit_code") or 0),
+            details=tuple(str(line) for line in record.get("details") or ()),
             hint=record.get("hint") or None,
         )
 

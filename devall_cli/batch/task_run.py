@@ -90,8 +90,11 @@ async def run_task(task: BatchTask, env: TaskEnv, report: Report) -> None:
     except DevallError as exc:
         outcome = _ended(task, session, "failed", int(exc.exit_code), started, relative)
         outcome = _with_error(outcome, workflow.redactor.text(exc.message))
-        if exc.hint:
-            outcome = dataclasses.replace(outcome, hint=workflow.redactor.text(exc.hint))
+        outcome = dataclasses.replace(
+            outcome,
+            details=tuple(workflow.redactor.text(line) for line in exc.details),
+            hint=workflow.redactor.text(exc.hint) if exc.hint else None,
+        )
     except Exception as exc:  # a bug must cost one task, not the batch
         outcome = _ended(task, session, "failed", int(ExitCode.FAILED), started, relative)
         text = f"internal error: {type(exc).__name__}: {exc}"

@@ -2,8 +2,8 @@
 
 The bar shows done/total, failed, running, the rate and the time left. Without a terminal (CI
 logs, `--no-color`, NO_COLOR) a line is printed at most every few seconds and once at the end,
-and each failed task gets a line of its own (followed by its hint the first time that hint
-comes up), so a log stays short however many tasks there are.
+and each failed task gets a line of its own (followed by its details and hint the first time
+they come up), so a log stays short however many tasks there are.
 """
 
 from __future__ import annotations
@@ -50,7 +50,8 @@ class BatchProgress:
         self._progress: Progress | None = None
         self._bar: TaskID | None = None
         self._last_text = ""
-        self._hints: set[str] = set()  # each hint is shown once, however many tasks it fits
+        # What explains a failure is shown once, however many tasks it fits.
+        self._explained: set[tuple[str, ...]] = set()
 
     # --- BatchListener -----------------------------------------------------------------------
 
@@ -89,9 +90,7 @@ class BatchProgress:
             self.failed += 1
             error = (outcome.error or "failed")[:ERROR_CHARS]
             self._print(f"task {outcome.id} failed: {error}", style="red")
-            if outcome.hint and outcome.hint not in self._hints:
-                self._hints.add(outcome.hint)
-                self._print(f"  hint: {outcome.hint}")
+            self._explain(outcome)
         self._update(advance=1 if outcome.status != "interrupted" else 0)
         now = self.clock()
         if not self.live and now - self._last_line >= PLAIN_EVERY:
@@ -107,6 +106,16 @@ class BatchProgress:
             self._print(self.line())
 
     # --- rendering ---------------------------------------------------------------------------
+
+    def _explain(self, outcome: TaskOutcome) -> None:
+        """A failure's details (a server's stderr) and hint, as `devall run` prints them."""
+        if outcome.details and outcome.details not in self._explained:
+            self._explained.add(outcome.details)
+            for line in outcome.details:
+                self._print(f"  {line[:ERROR_CHARS]}")
+        if outcome.hint and (outcome.hint,) not in self._explained:
+            self._explained.add((outcome.hint,))
+            self._print(f"  hint: {outcome.hint}")
 
     def line(self) -> str:
         """`batch: 12/64 done, 1 failed, 8 running, 3.1 tasks/s, ETA 17 s`."""

@@ -210,7 +210,9 @@ def test_a_task_whose_vars_break_the_workflow_fails_alone(tmp_path: Path) -> Non
     assert "nowhere" in lines["bad"]["error"] and lines["bad"]["run_dir"] == ""
 
 
-def test_a_failures_hint_goes_to_its_records_and_once_to_stderr(tmp_path: Path) -> None:
+def test_a_failures_details_and_hint_go_to_its_records_and_once_to_stderr(
+    tmp_path: Path,
+) -> None:
     server = tmp_path / "server.py"
     server.write_text("import devall_module_nobody_installed\n")
     tooling = fixture_tooling(args=[str(server)])
@@ -224,6 +226,11 @@ def test_a_failures_hint_goes_to_its_records_and_once_to_stderr(tmp_path: Path) 
     assert "no module 'devall_module_nobody_installed'" in hint
     assert all(line["hint"] == hint for line in lines)
     assert err.count(f"  hint: {hint}\n") == 1 and err.count("hint:") == 1
+    # The server's stderr, as `devall run` shows it under the error.
+    details = lines[0]["details"]
+    assert any("ModuleNotFoundError" in line for line in details)
+    assert all(line["details"] == details for line in lines)
+    assert err.count("ModuleNotFoundError") == 1
 
 
 def test_secrets_in_task_vars_are_masked_in_every_record(tmp_path: Path) -> None:

@@ -40,6 +40,7 @@ def test_each_outcome_is_one_json_line_with_the_documented_fields(tmp_path: Path
             "tokens": {"prompt": 0, "completion": 0, "total": 0},
             "run_dir": "runs/a",
             "exit_code": 0,
+            "details": [],
             "hint": None,
         },
         {
@@ -51,6 +52,7 @@ def test_each_outcome_is_one_json_line_with_the_documented_fields(tmp_path: Path
             "tokens": {},
             "run_dir": "",
             "exit_code": 4,
+            "details": [],
             "hint": None,
         },
     ]

@@ -44,21 +44,29 @@ def test_without_a_terminal_a_line_every_few_seconds_and_one_per_failure() -> No
     ]
 
 
-def test_a_failures_hint_is_shown_once_however_many_tasks_it_fits() -> None:
+def test_a_failures_details_and_hint_are_shown_once_however_many_tasks_they_fit() -> None:
     out, buffer = console(False)
     progress = BatchProgress(out, live=False, clock=Clock())
     progress.batch_started(total=4, to_run=4, skipped=0)
     venv = "activate the virtualenv that has the server's packages"
-    for task_id, hint in [("a", venv), ("b", venv), ("c", None), ("d", "give the token")]:
-        failed = TaskOutcome(task_id, "failed", error="server exited", hint=hint)
+    tail = ("  | Traceback (most recent call last):", "  | ModuleNotFoundError: No module 'x'")
+    for task_id, details, hint in [
+        ("a", tail, venv),
+        ("b", tail, venv),
+        ("c", (), None),
+        ("d", ("  | 401",), "give the token"),
+    ]:
+        failed = TaskOutcome(task_id, "failed", error="server exited", details=details, hint=hint)
         progress.task_finished(failed)
     lines = buffer.getvalue().splitlines()
-    assert lines[1:7] == [
+    assert lines[1:10] == [
         "task a failed: server exited",
+        *(f"  {line}" for line in tail),
         f"  hint: {venv}",
         "task b failed: server exited",
         "task c failed: server exited",
         "task d failed: server exited",
+        "    | 401",
         "  hint: give the token",
     ]
 
