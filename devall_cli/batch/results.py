@@ -73,7 +73,7 @@ class TaskOutcome:
             run_dir=str(record.get("run_dir") or ""),
             exit_code=int(record.get("exit_code") or 0),
             details=tuple(str(line) for line in record.get("details") or ()),
-            hint=record.get("hint") or None,
+            hint=str(record["hint"]) if record.get("hint") else None,
         )
 
 

@@ -51,7 +51,8 @@ class BatchProgress:
         self._bar: TaskID | None = None
         self._last_text = ""
         # What explains a failure is shown once, however many tasks it fits.
-        self._explained: set[tuple[str, ...]] = set()
+        self._details_shown: set[tuple[str, ...]] = set()
+        self._hints_shown: set[str] = set()
 
     # --- BatchListener -----------------------------------------------------------------------
 
@@ -109,12 +110,12 @@ class BatchProgress:
 
     def _explain(self, outcome: TaskOutcome) -> None:
         """A failure's details (a server's stderr) and hint, as `devall run` prints them."""
-        if outcome.details and outcome.details not in self._explained:
-            self._explained.add(outcome.details)
+        if outcome.details and outcome.details not in self._details_shown:
+            self._details_shown.add(outcome.details)
             for line in outcome.details:
                 self._print(f"  {line[:ERROR_CHARS]}")
-        if outcome.hint and (outcome.hint,) not in self._explained:
-            self._explained.add((outcome.hint,))
+        if outcome.hint and outcome.hint not in self._hints_shown:
+            self._hints_shown.add(outcome.hint)
             self._print(f"  hint: {outcome.hint}")
 
     def line(self) -> str:
