@@ -29,6 +29,9 @@ from devall_cli.tools.process_groups import (
 
 CHUNK = 64 * 1024
 REAP_WAIT = 2.0  # seconds to wait for the kernel to finish a SIGKILL
+# Seconds to wait for the whole tree to be gone: a loaded machine can take a while to end a
+# killed process, and until then the child stays registered (the watcher keeps running).
+TREE_WAIT = 10.0
 DRAIN_WAIT = 1.0  # seconds to read the last output once the group is gone
 TRACK_INTERVAL = 0.5  # seconds between looks for helpers that left the group
 POLL = 0.02  # seconds between looks at whether the child exited
@@ -178,5 +181,21 @@ async def _end_group(proc: asyncio.subprocess.Process, readers: list[asyncio.Tas
     transport = getattr(proc, "_transport", None)
     if transport is not None:
         transport.close()  # releases the pipes now instead of warning at garbage collection
-    if proc.returncode is not None and not tree_alive(proc.pid):
-        unregister(proc.pid)
+    with contextlib.suppress(asyncio.CancelledError):
+        if await _tree_gone(proc.pid, TREE_WAIT):
+            unregister(proc.pid)
+
+
+async def _tree_gone(pid: int, within: float) -> bool:
+    """Whether child `pid`'s group and helpers are all gone within `within` seconds.
+
+    SIGKILL is sent again while waiting: a member may have forked after the first one.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while tree_alive(pid):
+        if loop.time() >= deadline:
+            return False
+        signal_tree(pid, signal.SIGKILL)
+        await asyncio.sleep(POLL)
+    return True

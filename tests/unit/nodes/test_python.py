@@ -233,6 +233,27 @@ async def test_what_a_script_leaves_running_is_killed_when_it_ends(tmp_path: Pat
     assert pids(tmp_path) and all_gone(pids(tmp_path))
 
 
+async def test_a_script_slow_to_die_is_waited_for_and_then_forgotten(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a loaded machine a killed tree can outlast the output's drain: wait for it, then
+    release the child, or the watcher process would run on for the rest of devall's life."""
+    from devall_cli.nodes import code_process
+
+    real = code_process.tree_alive
+    slow_until: list[float] = []
+
+    def slow_tree_alive(pid: int) -> bool:
+        if not slow_until:
+            slow_until.append(time.monotonic() + 1.5)
+        return time.monotonic() < slow_until[0] or real(pid)
+
+    monkeypatch.setattr(code_process, "tree_alive", slow_tree_alive)
+    assert await output(tmp_path, node(), SPAWNS.replace("SECONDS", "0")) == "started\n"
+    assert slow_until and time.monotonic() >= slow_until[0]
+    assert live_child_pids() == []
+
+
 async def test_cancelling_the_visit_kills_the_script(tmp_path: Path) -> None:
     code = SPAWNS.replace("SECONDS", "60")
     task = asyncio.ensure_future(run_python(visit(tmp_path, node(), code)))
