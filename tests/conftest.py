@@ -50,8 +50,12 @@ def _loopback_only(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(autouse=True)
 def _no_child_left() -> Iterator[None]:
-    """Every server process devall starts in a test is gone by the end of that test."""
-    from devall_cli.tools.process_groups import live_child_pids
+    """Every server process devall starts in a test is gone by the end of that test.
+
+    A leak fails its own test only: the processes are killed and forgotten, so the watcher
+    process stops and the tests after it in the same worker start clean.
+    """
+    from devall_cli.tools.process_groups import live_child_pids, unregister
 
     before = set(live_child_pids())
     yield
@@ -59,6 +63,7 @@ def _no_child_left() -> Iterator[None]:
     for pid in leaked:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGKILL)
+        unregister(pid)
     assert not leaked, f"server processes left running: {leaked}"
 
 
