@@ -35,6 +35,10 @@ class BatchSink(Protocol):
         """True when no further task may start (`--max-failures` reached, a write failed)."""
         ...
 
+    def note(self, text: str) -> None:
+        """Something the executor does that takes a while (starting a cluster), for the user."""
+        ...
+
 
 class Executor(Protocol):
     """Runs the tasks of a batch."""

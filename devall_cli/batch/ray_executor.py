@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from devall_cli.batch.executor import BatchSink, ExecutorOptions
-from devall_cli.batch.ray_cluster import RayCluster, connect
+from devall_cli.batch.ray_cluster import LOOPBACK, RayCluster, connect
 from devall_cli.batch.ray_worker import BatchWorker, FileList, WorkerSpec, write_tree
 from devall_cli.batch.results import TaskOutcome
 from devall_cli.batch.task_run import RUNS_DIR, TaskEnv, task_run_dir
@@ -123,8 +123,18 @@ class RayExecutor:
         """Start the pool and run the tasks, each on the next free slot."""
         if not tasks:
             return
+        address = self.options.ray_address
+        if address:
+            sink.note(f"joining the Ray cluster at {address}")
+        else:
+            sink.note(f"starting a local Ray cluster on {LOOPBACK}")
+        started = time.monotonic()
         cluster = await self._connect()
         workers, per_worker = plan_pool(self.options.concurrency, len(tasks), cluster.cpus())
+        took = time.monotonic() - started
+        pool = f"{workers} worker{'s' if workers > 1 else ''}, {per_worker} task"
+        pool += f"{'s' if per_worker > 1 else ''} at once each"
+        sink.note(f"{'joined' if address else 'cluster up'} in {took:.1f} s; {pool}")
         import ray
 
         actor = ray.remote(BatchWorker).options(

@@ -39,6 +39,10 @@ class BatchListener(Protocol):
         """A task ended."""
         ...
 
+    def note(self, text: str) -> None:
+        """What the executor is doing, when it takes a while."""
+        ...
+
 
 @dataclass(frozen=True)
 class ResumePlan:
@@ -115,6 +119,11 @@ class BatchRun:
             self.failures += 1
         if self.listener is not None:
             self.listener.task_finished(outcome)
+
+    def note(self, text: str) -> None:
+        """Pass the executor's note on to the display."""
+        if self.listener is not None:
+            self.listener.note(text)
 
     def should_stop(self) -> bool:
         """Stop when `--max-failures` is reached or results.jsonl cannot be written."""

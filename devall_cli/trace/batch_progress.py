@@ -98,6 +98,10 @@ class BatchProgress:
             self._last_line = now
             self._print(self.line())
 
+    def note(self, text: str) -> None:
+        """A line of what the executor is doing (`batch: starting a local Ray cluster ...`)."""
+        self._print(f"batch: {text}")
+
     def close(self) -> None:
         """Stop the bar and print the last state line."""
         if self._progress is not None:

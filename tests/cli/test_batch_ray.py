@@ -12,6 +12,7 @@ import contextlib
 import ipaddress
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -187,6 +188,8 @@ def test_a_local_cluster_runs_the_batch_on_loopback_and_leaves_nothing(
     summary = json.loads(out)
     assert summary["executor"] == "ray" and summary["counts"]["ok"] == 4
     assert _foreign_lines(err) == []
+    assert "batch: starting a local Ray cluster on 127.0.0.1\n" in err
+    assert re.search(r"^batch: cluster up in [0-9.]+ s; 2 workers, 1 task at once each$", err, re.M)
     outputs = {line["id"]: line["output"] for line in results(tmp_path / "b")}
     assert sorted(outputs) == ["ana", "bo", "cy", "dee"]
     assert outputs["bo"].startswith("A gloomy fortune. Bo, your lucky number is ")
@@ -266,6 +269,8 @@ def test_ray_address_runs_on_an_existing_cluster_and_resumes(
     code, out, err, _ = _batch(args, tmp_path, env)
     assert code == 1, err
     assert "task bad failed: the workflow does not load" in err
+    assert f"batch: joining the Ray cluster at {cluster['address']}\n" in err
+    assert re.search(r"^batch: joined in [0-9.]+ s; 2 workers, 1 task at once each$", err, re.M)
     lines = {r["id"]: r for r in results(tmp_path / "b")}
     assert {k: v["status"] for k, v in lines.items()} == {
         "t1": "ok",

@@ -71,6 +71,14 @@ def test_a_failures_details_and_hint_are_shown_once_however_many_tasks_they_fit(
     ]
 
 
+def test_an_executors_notes_get_lines_of_their_own() -> None:
+    out, buffer = console(False)
+    progress = BatchProgress(out, live=False, clock=Clock())
+    progress.batch_started(total=1, to_run=1, skipped=0)
+    progress.note("starting a local Ray cluster on 127.0.0.1")
+    assert buffer.getvalue().splitlines()[1] == "batch: starting a local Ray cluster on 127.0.0.1"
+
+
 def test_on_a_terminal_a_live_bar_that_leaves_the_last_state_line() -> None:
     out, buffer = console(True)
     progress = BatchProgress(out, live=True, clock=Clock())
