@@ -45,20 +45,22 @@ def new_run_id(workflow: Workflow | str, *, now: datetime | None = None) -> str:
 
 
 @contextlib.contextmanager
-def locked_run_dir(run_dir: Path) -> Iterator[Path]:
+def locked_run_dir(run_dir: Path, what: str = "run") -> Iterator[Path]:
     """Hold an exclusive lock on `run_dir` (created if missing) for the block.
 
-    Raises RunFailedError when another process holds it or the directory cannot be used.
+    Raises RunFailedError when another process holds it or the directory cannot be used;
+    `what` names it in the message (`run`, `batch`).
     """
     try:
         fd = _lock(Path(run_dir))
     except BlockingIOError:
         raise RunFailedError(
-            f"the run directory {run_dir} is in use by another devall run; give another --out"
+            f"the {what} directory {run_dir} is in use by another devall {what};"
+            " give another --out"
         ) from None
     except OSError as exc:
         reason = exc.strerror or str(exc)
-        raise RunFailedError(f"cannot use the run directory {run_dir}: {reason}") from None
+        raise RunFailedError(f"cannot use the {what} directory {run_dir}: {reason}") from None
     try:
         yield Path(run_dir)
     finally:

@@ -167,8 +167,9 @@ class RayExecutor:
         try:
             self.cluster = await asyncio.wrap_future(self._connecting, loop=loop)
         except (ConnectionError, RuntimeError, ValueError, TimeoutError) as exc:
-            where = self.options.ray_address or "a local Ray cluster"
-            raise DevallConnectionError(f"cannot start or join {where}: {exc}") from None
+            address = self.options.ray_address
+            what = f"join the Ray cluster at {address}" if address else "start a local Ray cluster"
+            raise DevallConnectionError(f"cannot {what}: {exc}") from None
         return self.cluster
 
     async def _slot(self, worker: Any, pending: Iterator[BatchTask], sink: BatchSink) -> None:

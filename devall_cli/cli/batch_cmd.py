@@ -214,7 +214,7 @@ def _run_batch(setup: _Setup, json_output: bool) -> dict[str, Any]:
 
     signals = SignalState()
     console = stderr_console()
-    with locked_run_dir(setup.batch_dir):
+    with locked_run_dir(setup.batch_dir, "batch"):
         previous, log = open_results(setup.batch_dir, setup.resume)
         if previous.bad_lines:
             lines = ", ".join(str(n) for n in previous.bad_lines[:10])

@@ -132,6 +132,25 @@ def test_executor_options_are_checked_first(
     assert code == 2 and "--ray-address is for --executor ray" in err
 
 
+def test_a_batch_directory_in_use_or_unusable_is_refused_by_name(tmp_path: Path) -> None:
+    from devall_cli.run_files import locked_run_dir
+
+    flow = topic_workflow(tmp_path)
+    tasks = tmp_path / "tasks.txt"
+    tasks.write_text("poem\n")
+    with locked_run_dir(Path("b"), "batch"):
+        code, _, err = invoke(str(flow), str(tasks), "--out", "b")
+    assert code == 1
+    assert err == (
+        "devall: error: the batch directory b is in use by another devall batch;"
+        " give another --out\n"
+    )
+    Path("plain-file").write_text("x")
+    code, _, err = invoke(str(flow), str(tasks), "--out", "plain-file")
+    assert code == 1
+    assert err == "devall: error: cannot use the batch directory plain-file: File exists\n"
+
+
 # --- failures, resume, stopping early ------------------------------------------------------------
 
 

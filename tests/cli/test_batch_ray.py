@@ -207,6 +207,21 @@ def test_a_local_cluster_runs_the_batch_on_loopback_and_leaves_nothing(
     assert token_file.exists() == had_token_file  # the cluster's token is never written down
 
 
+def test_a_cluster_nobody_runs_at_the_address_is_refused_at_once(
+    tmp_path: Path, short_tmp: Path
+) -> None:
+    from tests.servers.serve import free_port
+
+    flow = scripted_workflow(tmp_path, "{input}")
+    tasks = jsonl_tasks(tmp_path, {"id": "t1", "task": "one"})
+    address = f"127.0.0.1:{free_port()}"
+    args = [str(flow), str(tasks), "--executor", "ray", "--ray-address", address, "--out", "b"]
+    code, _, err, _ = _batch(args, tmp_path, _environ(short_tmp))
+    assert code == 4
+    assert f"devall: error: cannot join the Ray cluster at {address}: " in err
+    assert [r["id"] for r in results(tmp_path / "b")] == []  # nothing ran, nothing recorded
+
+
 # --- a cluster this module starts, joined with --ray-address ------------------------------------
 
 
