@@ -23,8 +23,8 @@ from devall_cli.tools.process_groups import (
     register,
     signal_tree,
     track_descendants,
-    tree_alive,
     unregister,
+    wait_gone,
 )
 
 CHUNK = 64 * 1024
@@ -182,20 +182,5 @@ async def _end_group(proc: asyncio.subprocess.Process, readers: list[asyncio.Tas
     if transport is not None:
         transport.close()  # releases the pipes now instead of warning at garbage collection
     with contextlib.suppress(asyncio.CancelledError):
-        if await _tree_gone(proc.pid, TREE_WAIT):
+        if await wait_gone(proc, TREE_WAIT, resend=signal.SIGKILL):
             unregister(proc.pid)
-
-
-async def _tree_gone(pid: int, within: float) -> bool:
-    """Whether child `pid`'s group and helpers are all gone within `within` seconds.
-
-    SIGKILL is sent again while waiting: a member may have forked after the first one.
-    """
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
-    while tree_alive(pid):
-        if loop.time() >= deadline:
-            return False
-        signal_tree(pid, signal.SIGKILL)
-        await asyncio.sleep(POLL)
-    return True

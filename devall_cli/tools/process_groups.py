@@ -16,6 +16,7 @@ Three guards make sure nothing outlives devall:
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import contextlib
 import os
@@ -108,6 +109,28 @@ def tree_alive(pid: int) -> bool:
         if info is not None and info.start == start and info.running:
             return True
     return False
+
+
+async def wait_gone(
+    proc: asyncio.subprocess.Process, timeout: float, *, resend: int | None = None
+) -> bool:
+    """Whether child `proc` was reaped and its whole tree is gone within `timeout` seconds.
+
+    With `resend`, that signal goes to the tree again at each look: a member may have forked
+    since the last one.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while proc.returncode is None or tree_alive(proc.pid):
+        if loop.time() >= deadline:
+            return False
+        if resend is not None:
+            signal_tree(proc.pid, resend)
+        await asyncio.sleep(WAIT_POLL)
+    return True
+
+
+WAIT_POLL = 0.02  # seconds between two looks in wait_gone
 
 
 def signal_group(pgid: int, signum: int) -> None:

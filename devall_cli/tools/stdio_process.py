@@ -39,6 +39,7 @@ from devall_cli.tools.process_groups import (
     track_descendants,
     tree_alive,
     unregister,
+    wait_gone,
 )
 from devall_cli.tools.server_log import ServerLogFile
 from devall_cli.tools.stdio_lines import iter_lines, overlong_answer, split_message
@@ -428,11 +429,11 @@ class StdioProcess:
         try:
             if proc.stdin is not None:
                 proc.stdin.close()  # EOF on stdin asks a well-behaved server to leave
-            if not await self._wait_gone(proc, stdin_grace):
+            if not await wait_gone(proc, stdin_grace):
                 self._signal_group(signal.SIGTERM)
-                if not await self._wait_gone(proc, TERM_GRACE):
+                if not await wait_gone(proc, TERM_GRACE):
                     self._signal_group(signal.SIGKILL)
-                    if not await self._wait_gone(proc, KILL_GRACE):
+                    if not await wait_gone(proc, KILL_GRACE):
                         logger.warning("server %s (pid %s) survived SIGKILL", self.id, proc.pid)
         finally:
             await self._finish(proc)
@@ -444,30 +445,16 @@ class StdioProcess:
         self._end_messages()
         if proc.returncode is not None:
             self.exited.set()
-            if not self._group_alive(proc.pid):
+            if not tree_alive(proc.pid):
                 unregister(proc.pid)
         transport = getattr(proc, "_transport", None)
         if transport is not None:
             transport.close()  # releases the pipes now instead of warning at garbage collection
         self._close_log_file()
 
-    async def _wait_gone(self, proc: asyncio.subprocess.Process, timeout: float) -> bool:
-        """Whether the child was reaped and its whole group is gone within `timeout`."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while proc.returncode is None or self._group_alive(proc.pid):
-            if loop.time() >= deadline:
-                return False
-            await asyncio.sleep(_POLL)
-        return True
-
     def _signal_group(self, signum: int) -> None:
         if self._proc is not None:
             signal_tree(self._proc.pid, signum)
-
-    @staticmethod
-    def _group_alive(pgid: int) -> bool:
-        return tree_alive(pgid)
 
     # --- log file ----------------------------------------------------------------------------
 

@@ -238,9 +238,9 @@ async def test_a_script_slow_to_die_is_waited_for_and_then_forgotten(
 ) -> None:
     """On a loaded machine a killed tree can outlast the output's drain: wait for it, then
     release the child, or the watcher process would run on for the rest of devall's life."""
-    from devall_cli.nodes import code_process
+    from devall_cli.tools import process_groups
 
-    real = code_process.tree_alive
+    real = process_groups.tree_alive
     slow_until: list[float] = []
 
     def slow_tree_alive(pid: int) -> bool:
@@ -248,7 +248,7 @@ async def test_a_script_slow_to_die_is_waited_for_and_then_forgotten(
             slow_until.append(time.monotonic() + 1.5)
         return time.monotonic() < slow_until[0] or real(pid)
 
-    monkeypatch.setattr(code_process, "tree_alive", slow_tree_alive)
+    monkeypatch.setattr(process_groups, "tree_alive", slow_tree_alive)
     assert await output(tmp_path, node(), SPAWNS.replace("SECONDS", "0")) == "started\n"
     assert slow_until and time.monotonic() >= slow_until[0]
     assert live_child_pids() == []

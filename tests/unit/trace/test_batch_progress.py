@@ -24,6 +24,14 @@ def console(terminal: bool) -> tuple[Console, io.StringIO]:
     return Console(file=buffer, force_terminal=terminal, width=120, no_color=True), buffer
 
 
+def plain_progress(to_run: int) -> tuple[BatchProgress, io.StringIO]:
+    """A progress display without a terminal, its batch of `to_run` tasks started."""
+    out, buffer = console(False)
+    progress = BatchProgress(out, live=False, clock=Clock())
+    progress.batch_started(total=to_run, to_run=to_run, skipped=0)
+    return progress, buffer
+
+
 def test_without_a_terminal_a_line_every_few_seconds_and_one_per_failure() -> None:
     out, buffer = console(False)
     clock = Clock()
@@ -45,9 +53,7 @@ def test_without_a_terminal_a_line_every_few_seconds_and_one_per_failure() -> No
 
 
 def test_a_failures_details_and_hint_are_shown_once_however_many_tasks_they_fit() -> None:
-    out, buffer = console(False)
-    progress = BatchProgress(out, live=False, clock=Clock())
-    progress.batch_started(total=4, to_run=4, skipped=0)
+    progress, buffer = plain_progress(4)
     venv = "activate the virtualenv that has the server's packages"
     tail = ("  | Traceback (most recent call last):", "  | ModuleNotFoundError: No module 'x'")
     for task_id, details, hint in [
@@ -72,9 +78,7 @@ def test_a_failures_details_and_hint_are_shown_once_however_many_tasks_they_fit(
 
 
 def test_an_executors_notes_get_lines_of_their_own() -> None:
-    out, buffer = console(False)
-    progress = BatchProgress(out, live=False, clock=Clock())
-    progress.batch_started(total=1, to_run=1, skipped=0)
+    progress, buffer = plain_progress(1)
     progress.note("starting a local Ray cluster on 127.0.0.1")
     assert buffer.getvalue().splitlines()[1] == "batch: starting a local Ray cluster on 127.0.0.1"
 
