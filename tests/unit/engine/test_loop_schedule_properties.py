@@ -79,4 +79,13 @@ async def outcome_of(flow: Workflow) -> tuple[Any, ...]:
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(looping_graphs())
 async def test_instant_and_slow_nodes_give_the_same_run(shape: dict[str, Any]) -> None:
-    assert await outcome_of(build(shape, 0.0)) == await outcome_of(build(shape, 0.001))
+    instant, slow = await outcome_of(build(shape, 0.0)), await outcome_of(build(shape, 0.001))
+    if runaway(instant) and runaway(slow):
+        # Two loops that never end run side by side until the step budget is spent: which of
+        # them takes the last step (and how far each got) is a race with a real model too.
+        return
+    assert instant == slow
+
+
+def runaway(outcome: tuple[Any, ...]) -> bool:
+    return outcome[0] == "error" and "--max-steps" in outcome[1]
