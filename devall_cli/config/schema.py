@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from devall_cli.config.placeholders import UNRESOLVED, TextValue
-from devall_cli.config.yaml_source import KeyPath, SourceDocument, format_path
+from devall_cli.config.yaml_source import KeyPath, SourceDocument
 from devall_cli.errors import ConfigIssue
 from devall_cli.redaction import is_secret_name, preview, url_credentials
 
@@ -428,11 +428,6 @@ def is_http_url(text: str) -> bool:
     except ValueError:
         return False
     return parts.scheme in ("http", "https") and bool(parts.hostname)
-
-
-def path_text(path: KeyPath) -> str:
-    """The dotted form of `path` for messages."""
-    return format_path(path)
 
 
 def regex_group(ck: Checker, value: Any, path: KeyPath) -> int | str | None:

@@ -385,11 +385,6 @@ class EventBus:
         """Add a sink; it receives every later event."""
         self._sinks.append(sink)
 
-    def unsubscribe(self, sink: EventSink) -> None:
-        """Remove a sink (no error if it is not subscribed)."""
-        if sink in self._sinks:
-            self._sinks.remove(sink)
-
     def emit(self, event: Event) -> None:
         """Give `event` to every sink; a sink that raises never breaks the run."""
         for sink in list(self._sinks):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,7 +10,7 @@ from typing import Any
 from devall_cli.config.model import Workflow
 from devall_cli.errors import UsageError
 from devall_cli.nodes.base import node_tooling, walk_nodes
-from devall_cli.tools.base import CallContext, ToolResult, ToolSpec
+from devall_cli.tools.base import ToolResult, ToolSpec
 from devall_cli.tools.manager import ToolManager
 
 
@@ -98,17 +97,6 @@ async def find_workflow_tool(
         owners = ", ".join(n for n, _ in matches)
         raise UsageError(f"tool '{tool}' differs between nodes {owners}; choose one with --node")
     return matches[0]
-
-
-async def call_workflow_tool(
-    manager: ToolManager, tool: str, arguments: Mapping[str, Any], node: str | None = None
-) -> CallOutcome:
-    """Call one tool as a node would; the node is found by tool name unless given."""
-    node_id, spec = await find_workflow_tool(manager, tool, node)
-    t0 = time.monotonic()
-    context = CallContext(node_id=node_id, call_id="tools-call", tool=tool)
-    result = await manager.call(node_id, tool, arguments, context=context)
-    return CallOutcome(spec, node_id, result, (time.monotonic() - t0) * 1000)
 
 
 def default_run_dir(run_id: str) -> Path:

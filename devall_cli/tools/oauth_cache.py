@@ -19,7 +19,7 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -178,12 +178,3 @@ def write_private(path: Path, text: str) -> None:
 
 def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
-def iter_servers(logins: list[CachedLogin]) -> Iterator[str]:
-    """The distinct servers of some entries, in order."""
-    seen: set[str] = set()
-    for login in logins:
-        if login.server not in seen:
-            seen.add(login.server)
-            yield login.server
