@@ -161,11 +161,11 @@ async def batch_seconds(flow: Path, tasks: list[Any], out: Path, concurrency: in
     from rich.console import Console
 
     from devall_cli.batch.executor import ExecutorOptions, make_executor
+    from devall_cli.batch.progress import BatchProgress
     from devall_cli.batch.runner import BatchRun, open_results, plan_resume
     from devall_cli.batch.shared_tools import SharedSources
     from devall_cli.batch.task_run import TaskEnv
     from devall_cli.batch.workflows import WorkflowSet
-    from devall_cli.trace.batch_progress import BatchProgress
 
     started = time.perf_counter()
     previous, log = open_results(out, True)
@@ -185,7 +185,7 @@ async def bare_seconds(flow: Path, tasks: list[Any], out: Path) -> float:
     """Wall seconds of the same tasks through `run_workflow` alone, one after the other."""
     from devall_cli.config.loader import load_workflow
     from devall_cli.engine.runner import run_workflow
-    from devall_cli.session import RunSession
+    from devall_cli.engine.session import RunSession
 
     started = time.perf_counter()
     workflow = load_workflow(flow)
@@ -202,7 +202,7 @@ async def run_dir_seconds(flow: Path, tasks: list[Any], out: Path) -> float:
     from devall_cli.config.loader import load_workflow
     from devall_cli.engine.runner import run_workflow
     from devall_cli.nodes.base import walk_nodes
-    from devall_cli.session import RunSession
+    from devall_cli.engine.session import RunSession
     from devall_cli.trace.jsonl import JsonlSink
     from devall_cli.trace.result import ResultSink
 

@@ -25,9 +25,9 @@ from benchmarks.core import Row, Settings, alternate_async, median, per_call_ms,
 from benchmarks.fixtures import local_tooling, raw_stdio_client, scratch_dir, single_node_workflow
 from benchmarks.fixtures import with_script as scripted
 from devall_cli.config.model import Workflow
-from devall_cli.engine.events import Event, EventBus, ServerReadyEvent
 from devall_cli.engine.runner import default_tool_manager, run_workflow
-from devall_cli.session import RunSession
+from devall_cli.events import Event, EventBus, ServerReadyEvent
+from devall_cli.engine.session import RunSession
 
 RUN_LOOP_TARGET = 1.5
 Sinks = Literal["none", "jsonl", "all"]

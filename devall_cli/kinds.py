@@ -64,7 +64,7 @@ class Registry(Generic[K]):
 
     def unknown_message(self, name: str) -> str:
         """`unknown <what> 'x' (known: a, b); did you mean 'y'?`."""
-        from devall_cli.config.schema import suggest
+        from devall_cli.text import suggest
 
         names = self.names()
         message = f"unknown {self.what} '{name}' (known: {', '.join(names)})"

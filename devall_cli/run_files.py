@@ -21,12 +21,17 @@ import stat
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, Protocol
 
 from devall_cli.errors import RunFailedError
 
-if TYPE_CHECKING:
-    from devall_cli.config.model import Workflow
+
+class Named(Protocol):
+    """Anything with a name (a loaded workflow)."""
+
+    @property
+    def name(self) -> str: ...
+
 
 FILE_MODE = 0o600
 LOCK_NAME = ".lock"
@@ -36,7 +41,7 @@ _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
 
 
-def new_run_id(workflow: Workflow | str, *, now: datetime | None = None) -> str:
+def new_run_id(workflow: Named | str, *, now: datetime | None = None) -> str:
     """`<graph-id or name>-YYYYmmdd-HHMMSS-<4 hex>`, safe as a directory name."""
     label = workflow if isinstance(workflow, str) else workflow.name
     name = re.sub(r"[^A-Za-z0-9_.-]+", "-", label).strip("-.") or "run"

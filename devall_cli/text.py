@@ -12,6 +12,7 @@ Two rules, each applied by one function:
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -112,3 +113,12 @@ def visible(text: str, *, multiline: bool = False) -> str:
 def _escape(found: re.Match[str]) -> str:
     code = ord(found.group())
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def suggest(word: str, choices: list[str]) -> str | None:
+    """The closest choice to a misspelled word, if one is close enough."""
+    matches = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    if not matches:
+        lowered = {choice.lower(): choice for choice in choices}
+        matches = [lowered[word.lower()]] if word.lower() in lowered else []
+    return matches[0] if matches else None

@@ -13,7 +13,10 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from devall_cli.engine.events import (
+from devall_cli.engine.session import RunSession
+from devall_cli.engine.tool_events import BusToolEvents
+from devall_cli.errors import DevallError, ExitCode
+from devall_cli.events import (
     AttachmentSavedEvent,
     NodeFinishedEvent,
     NodeStartedEvent,
@@ -23,9 +26,6 @@ from devall_cli.engine.events import (
     ToolErrorEvent,
     ToolResultEvent,
 )
-from devall_cli.engine.tool_events import BusToolEvents
-from devall_cli.errors import DevallError, ExitCode
-from devall_cli.session import RunSession
 from devall_cli.tools.base import AttachmentBlock, AuthCallback, Elicitor, ToolResult, ToolSpec
 from devall_cli.tools.catalog import CallOutcome, find_workflow_tool
 from devall_cli.tools.manager import ToolManager

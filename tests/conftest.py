@@ -55,7 +55,7 @@ def _no_child_left() -> Iterator[None]:
     A leak fails its own test only: the processes are killed and forgotten, so the watcher
     process stops and the tests after it in the same worker start clean.
     """
-    from devall_cli.tools.process_groups import live_child_pids, unregister
+    from devall_cli.procs.process_groups import live_child_pids, unregister
 
     before = set(live_child_pids())
     yield

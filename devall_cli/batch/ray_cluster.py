@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from devall_cli.tools.proc_table import ProcessInfo, descendants, process_table
+from devall_cli.procs.proc_table import ProcessInfo, descendants, process_table
 
 LOOPBACK = "127.0.0.1"
 # Ray's object store is for task arguments and results here: small ones.
@@ -239,7 +239,7 @@ def _children(table: dict[int, ProcessInfo]) -> set[int]:
 
 def _devall_helpers() -> set[int]:
     """devall's own watcher process, which is not Ray's."""
-    from devall_cli.tools.process_groups import watcher_pid
+    from devall_cli.procs.process_groups import watcher_pid
 
     pid = watcher_pid()
     return {pid} if pid is not None else set()

@@ -23,11 +23,11 @@ from devall_cli.batch.tasks import BatchTask
 from devall_cli.batch.workflows import WorkflowSet
 from devall_cli.config.model import Workflow
 from devall_cli.engine.graph import DEFAULT_MAX_STEPS
-from devall_cli.engine.recorder import RunResult
 from devall_cli.engine.runner import ProviderMaker, run_workflow
+from devall_cli.engine.session import RunSession
 from devall_cli.errors import ConfigError, DevallError, ExitCode, RunFailedError
 from devall_cli.nodes.human_input import HUMAN_INPUT, Answers, ScriptedReplies
-from devall_cli.session import RunSession
+from devall_cli.trace.recorder import RunResult
 
 RUNS_DIR = "runs"
 Report = Callable[[TaskOutcome], None]

@@ -206,11 +206,11 @@ def _load_first(
 def _run_batch(setup: _Setup, json_output: bool) -> dict[str, Any]:
     """Hold the batch directory, run, and print the summary (also after an interruption)."""
     from devall_cli.batch.executor import make_executor
+    from devall_cli.batch.progress import BatchProgress
     from devall_cli.batch.runner import BatchRun, open_results, plan_resume
     from devall_cli.batch.shared_tools import SharedSources
     from devall_cli.batch.task_run import TaskEnv, warm_up
     from devall_cli.run_files import locked_run_dir
-    from devall_cli.trace.batch_progress import BatchProgress
 
     signals = SignalState()
     console = stderr_console()

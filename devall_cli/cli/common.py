@@ -285,6 +285,6 @@ def run_async(coro: Coroutine[Any, Any, R], signals: SignalState | None = None) 
         raise InterruptedRunError("interrupted (Ctrl-C)") from None
     finally:
         # Last line of defence: no server process outlives the command.
-        from devall_cli.tools.process_groups import kill_all_children
+        from devall_cli.procs.process_groups import kill_all_children
 
         kill_all_children()

@@ -71,7 +71,7 @@ def complete_tool(ctx: Any, incomplete: str) -> list[str]:
     except Exception:
         return []
     finally:
-        from devall_cli.tools.process_groups import kill_all_children
+        from devall_cli.procs.process_groups import kill_all_children
 
         kill_all_children()
     return sorted(name for name in set(found) if name.startswith(incomplete))

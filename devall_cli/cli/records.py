@@ -13,7 +13,7 @@ from devall_cli.cli.common import print_line, stderr_console
 from devall_cli.errors import RunFailedError
 
 if TYPE_CHECKING:
-    from devall_cli.session import RunSession
+    from devall_cli.engine.session import RunSession
 
 
 class RunRecords:

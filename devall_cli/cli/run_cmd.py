@@ -33,8 +33,8 @@ from devall_cli.text import clean_text
 if TYPE_CHECKING:
     from devall_cli.cli.human_prompt import TerminalPrompt
     from devall_cli.config.model import Workflow
+    from devall_cli.engine.session import RunSession
     from devall_cli.nodes.human_input import Answers, HumanInput
-    from devall_cli.session import RunSession
     from devall_cli.trace.console import ConsoleSink, Verbosity
 
 
@@ -155,8 +155,8 @@ def run_command(
     written to the run directory. --json prints result.json on stdout instead of the answer.
     Human nodes ask on the terminal, or take their replies from --answers FILE.
     """
+    from devall_cli.engine.session import RunSession
     from devall_cli.run_files import new_run_id
-    from devall_cli.session import RunSession
 
     if quiet and verbose:
         raise UsageError("give --quiet or --verbose, not both")

@@ -190,8 +190,8 @@ def call_command(
     Exit 1 if the tool returned an error result, 4/5 for connection or protocol failures.
     """
     from devall_cli.cli.records import print_run_files, run_records
+    from devall_cli.engine.session import RunSession
     from devall_cli.run_files import new_run_id
-    from devall_cli.session import RunSession
     from devall_cli.tool_run import run_tool_call
     from devall_cli.tools.catalog import default_run_dir
     from devall_cli.tools.normalize import blocks_to_json
@@ -267,7 +267,7 @@ def _parse_args(text: str) -> dict[str, Any]:
 
 def parse_arguments(text: str) -> dict[str, Any]:
     """`--args JSON`: a JSON object, or a usage error."""
-    from devall_cli.tools import json_limits
+    from devall_cli import json_limits
 
     try:
         value = json_limits.loads(text)
@@ -284,7 +284,7 @@ def parse_arguments(text: str) -> dict[str, Any]:
 def _print_blocks(blocks: list[dict[str, Any]], redactor: Any, to_stderr: bool) -> None:
     """The product: text blocks as they are (tabs kept), attachments as paths, resource links,
     and structured data as JSON unless the text already says it."""
-    from devall_cli.tools.normalize import render_link, repeats_text
+    from devall_cli.block_text import render_link, repeats_text
 
     texts = [block["text"] for block in blocks if block["type"] == "text"]
     lines: list[str] = []

@@ -27,9 +27,9 @@ from devall_cli.config.schema import (
     opt_int,
     opt_str,
     regex_group,
-    suggest,
 )
 from devall_cli.config.yaml_source import KeyPath, format_path
+from devall_cli.text import suggest
 
 if TYPE_CHECKING:
     from devall_cli.config.model import EdgeConfig

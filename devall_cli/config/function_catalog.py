@@ -22,7 +22,7 @@ from devall_cli.config.module_source import (
     ModuleSource,
     parse_module,
 )
-from devall_cli.config.schema import suggest
+from devall_cli.text import suggest
 
 ALL = "All"
 _CACHE_SIZE = 512

@@ -25,7 +25,6 @@ from devall_cli.config.schema import (
     get_mapping,
     opt_bool,
     opt_str,
-    suggest,
 )
 from devall_cli.config.yaml_source import KeyPath, format_path
 from devall_cli.edges import CONDITION_TYPES, PROCESSOR_TYPES
@@ -33,6 +32,7 @@ from devall_cli.kinds import Registry
 from devall_cli.memory.base import MemoryRefConfig
 from devall_cli.memory.config import check_memory_refs, declared_names, parse_memory_list
 from devall_cli.nodes import NODE_TYPES
+from devall_cli.text import suggest
 
 _GRAPH_KEYS = KeySpec(
     known=frozenset(

@@ -20,9 +20,9 @@ from devall_cli.config.schema import (
     get_mapping,
     opt_int,
     opt_str,
-    suggest,
 )
 from devall_cli.config.yaml_source import KeyPath
+from devall_cli.text import suggest
 
 ELICITATION_POLICIES = ("prompt", "accept_defaults", "decline", "cancel")
 SAMPLING_POLICIES = ("allow", "deny")

@@ -8,7 +8,6 @@ pass silently.
 from __future__ import annotations
 
 import contextlib
-import difflib
 import math
 import re
 from collections.abc import Iterator, Mapping
@@ -22,6 +21,7 @@ from devall_cli.config.placeholders import UNRESOLVED, TextValue
 from devall_cli.config.yaml_source import KeyPath, SourceDocument
 from devall_cli.errors import ConfigIssue
 from devall_cli.redaction import is_secret_name, preview, url_credentials
+from devall_cli.text import suggest
 
 if TYPE_CHECKING:
     from devall_cli.config.includes import LoadScope
@@ -175,15 +175,6 @@ def unknown_key_message(key: str, spec: KeySpec, *, ignored: bool = True) -> str
         if not suggestion:
             message += f" (known keys: {', '.join(sorted(spec.known))})"
     return f"{message}; did you mean '{suggestion}'?" if suggestion else message
-
-
-def suggest(word: str, choices: list[str]) -> str | None:
-    """The closest choice to a misspelled word, if one is close enough."""
-    matches = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
-    if not matches:
-        lowered = {choice.lower(): choice for choice in choices}
-        matches = [lowered[word.lower()]] if word.lower() in lowered else []
-    return matches[0] if matches else None
 
 
 def _is_set(value: Any) -> bool:

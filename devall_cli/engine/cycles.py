@@ -17,9 +17,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING
 
-from devall_cli.engine.events import GraphNoteEvent
 from devall_cli.engine.topology import Item, dag_layers, strongly_connected, super_layers
 from devall_cli.errors import RunFailedError
+from devall_cli.events import GraphNoteEvent
 
 if TYPE_CHECKING:
     from devall_cli.engine.graph import GraphRun, Link, NodeState

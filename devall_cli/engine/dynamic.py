@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING
 
 from devall_cli import limits
 from devall_cli.config.dynamic import DynamicConfig, describe_split
-from devall_cli.engine.events import GraphNoteEvent, NodeFinishedEvent, NodeStartedEvent
 from devall_cli.engine.splitting import split_messages
 from devall_cli.errors import DevallError, RunFailedError
+from devall_cli.events import GraphNoteEvent, NodeFinishedEvent, NodeStartedEvent
 from devall_cli.messages import USER, Message
 from devall_cli.node_paths import unit_path
 from devall_cli.nodes.base import SubgraphRunner

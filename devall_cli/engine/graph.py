@@ -27,7 +27,9 @@ from typing import Any
 from devall_cli.config.model import EdgeConfig, GraphConfig, NodeConfig
 from devall_cli.edges import CONDITION_TYPES, PROCESSOR_TYPES, EdgeEnv
 from devall_cli.edges.base import Condition, Processor
-from devall_cli.engine.events import (
+from devall_cli.engine.topology import Item, dag_layers, strongly_connected, super_layers
+from devall_cli.errors import DevallError, RunFailedError
+from devall_cli.events import (
     EdgeEvent,
     Event,
     EventBus,
@@ -35,8 +37,6 @@ from devall_cli.engine.events import (
     NodeFinishedEvent,
     NodeStartedEvent,
 )
-from devall_cli.engine.topology import Item, dag_layers, strongly_connected, super_layers
-from devall_cli.errors import DevallError, RunFailedError
 from devall_cli.memory.bank import MemoryBank, MemoryContext
 from devall_cli.messages import ASSISTANT, USER, Message, task_messages
 from devall_cli.nodes import NODE_TYPES, NodeRun, NodeType

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from devall_cli.config.model import AgentConfig, Workflow
-from devall_cli.engine.events import EventBus, RunFinishedEvent, RunStartedEvent
 from devall_cli.engine.graph import (
     DEFAULT_MAX_STEPS,
     GraphOutcome,
@@ -18,9 +17,9 @@ from devall_cli.engine.graph import (
     ProviderFactory,
     RunEnv,
 )
-from devall_cli.engine.recorder import RunResult
 from devall_cli.engine.tool_events import BusToolEvents
 from devall_cli.errors import DevallError, ExitCode
+from devall_cli.events import EventBus, RunFinishedEvent, RunStartedEvent
 from devall_cli.graphview.shape import shape_of, to_dict
 from devall_cli.memory.bank import MemoryContext
 from devall_cli.messages import task_messages
@@ -29,9 +28,10 @@ from devall_cli.providers.base import Provider
 from devall_cli.redaction import Redactor
 from devall_cli.run_files import new_run_id
 from devall_cli.tools.base import ToolEvents
+from devall_cli.trace.recorder import RunResult
 
 if TYPE_CHECKING:
-    from devall_cli.session import RunSession
+    from devall_cli.engine.session import RunSession
 
 __all__ = ["DEFAULT_MAX_STEPS", "RunResult", "ToolManagerLike", "new_run_id", "run_workflow"]
 

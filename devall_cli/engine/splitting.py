@@ -13,9 +13,9 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from devall_cli import json_limits
 from devall_cli.config.dynamic import JsonPathSplit, RegexSplit, SplitConfig
 from devall_cli.messages import Message
-from devall_cli.tools import json_limits
 
 # A reply that is one fenced block (```json ... ```), as models like to write JSON.
 _FENCED = re.compile(r"\A\s*```[\w+-]*[ \t]*\n(.*?)\n?```\s*\Z", re.DOTALL)

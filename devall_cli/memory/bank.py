@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from devall_cli.engine.events import (
+from devall_cli.events import (
     Event,
     MemoryLoadedEvent,
     MemoryRetrievedEvent,

@@ -18,7 +18,6 @@ from devall_cli.config.schema import (
     opt_int,
     opt_number,
     opt_str,
-    suggest,
 )
 from devall_cli.config.yaml_source import KeyPath, format_path
 from devall_cli.memory.base import (
@@ -28,6 +27,7 @@ from devall_cli.memory.base import (
     MemoryRefConfig,
     MemoryStoreConfig,
 )
+from devall_cli.text import suggest
 from devall_cli.thinking.base import STAGES
 
 _STORE_KEYS = KeySpec(known=frozenset({"name", "type", "config"}))

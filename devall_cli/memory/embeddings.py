@@ -14,14 +14,14 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from devall_cli.engine.events import EmbeddingsEvent, Event
+from devall_cli import json_limits
+from devall_cli.events import EmbeddingsEvent, Event
 from devall_cli.memory.base import EmbeddingConfig
 from devall_cli.memory.text import embedding_text
 from devall_cli.memory.vectors import combine
 from devall_cli.providers.http_client import ModelEndpoint, invalid_response, join_url
 from devall_cli.providers.openai import DEFAULT_BASE_URL
 from devall_cli.redaction import Redactor
-from devall_cli.tools import json_limits
 
 BATCH = 128  # texts per request
 FALLBACK_DIMENSIONS = 1536  # the vector of an empty text before any answer told the size

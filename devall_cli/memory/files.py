@@ -8,9 +8,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from devall_cli import limits
+from devall_cli import json_limits, limits
 from devall_cli.errors import RunFailedError
-from devall_cli.tools import json_limits
 
 
 def read_memory_file(path: Path, store: str) -> Any | None:

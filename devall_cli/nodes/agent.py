@@ -27,8 +27,8 @@ from devall_cli.config.schema import (
 )
 from devall_cli.config.tooling_registry import parse_tooling
 from devall_cli.config.yaml_source import KeyPath
-from devall_cli.engine.events import AttachmentSavedEvent, ModelReplyEvent, ModelRequestEvent
 from devall_cli.errors import RunFailedError
+from devall_cli.events import AttachmentSavedEvent, ModelReplyEvent, ModelRequestEvent
 from devall_cli.memory.base import MemoryRefConfig
 from devall_cli.memory.config import parse_memory_refs
 from devall_cli.messages import ASSISTANT, SYSTEM, USER, Message, input_sections

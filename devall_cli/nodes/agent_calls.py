@@ -12,13 +12,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from devall_cli.engine.events import (
+from devall_cli.errors import DevallError
+from devall_cli.events import (
     AttachmentSavedEvent,
     ToolCallEvent,
     ToolErrorEvent,
     ToolResultEvent,
 )
-from devall_cli.errors import DevallError
 from devall_cli.nodes.base import NodeRun
 from devall_cli.providers.base import ToolCall
 from devall_cli.skills.tools import SkillTools

@@ -19,7 +19,7 @@ from devall_cli.messages import Message
 
 if TYPE_CHECKING:
     from devall_cli.config.model import GraphConfig, NodeConfig, ToolingConfig
-    from devall_cli.engine.events import Event
+    from devall_cli.events import Event
     from devall_cli.memory.bank import MemoryBank
     from devall_cli.memory.base import MemoryRefConfig
     from devall_cli.providers.base import Provider

@@ -17,15 +17,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from devall_cli import limits
-from devall_cli.text import clean_text
-from devall_cli.tools.parent_death import die_with_parent
-from devall_cli.tools.process_groups import (
+from devall_cli.procs.parent_death import die_with_parent
+from devall_cli.procs.process_groups import (
     register,
     signal_tree,
     track_descendants,
     unregister,
     wait_gone,
 )
+from devall_cli.text import clean_text
 
 CHUNK = 64 * 1024
 REAP_WAIT = 2.0  # seconds to wait for the kernel to finish a SIGKILL

@@ -12,7 +12,7 @@ from typing import Any
 
 from devall_cli.config.schema import Checker, KeySpec, check_keys, opt_str
 from devall_cli.config.yaml_source import KeyPath
-from devall_cli.engine.events import HumanAskedEvent, HumanRepliedEvent
+from devall_cli.events import HumanAskedEvent, HumanRepliedEvent
 from devall_cli.messages import USER, Message, input_sections
 from devall_cli.nodes.base import NODE_TYPES, NodeRun, NodeType
 from devall_cli.nodes.human_input import HumanRequest, human_input

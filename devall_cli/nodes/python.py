@@ -32,8 +32,8 @@ from devall_cli.config.schema import (
     scalar_text,
 )
 from devall_cli.config.yaml_source import KeyPath
-from devall_cli.engine.events import CodeFinishedEvent, CodeStartedEvent
 from devall_cli.errors import RunFailedError
+from devall_cli.events import CodeFinishedEvent, CodeStartedEvent
 from devall_cli.messages import ASSISTANT, Message
 from devall_cli.nodes.base import NODE_TYPES, NodeRun, NodeType
 from devall_cli.nodes.code_process import ScriptOutcome, run_script

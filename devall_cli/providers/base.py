@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from devall_cli import json_limits
 from devall_cli.config.model import EMPTY
-from devall_cli.tools import json_limits
 from devall_cli.tools.base import ToolSpec
 
 # The key of a tool call (in the OpenAI-format assistant message) that carries `ToolCall.extra`;

@@ -14,8 +14,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from devall_cli import json_limits
 from devall_cli.providers.base import EXTRA_KEY
-from devall_cli.tools import json_limits
 
 NO_INPUT = "(no input)"  # stands for an empty conversation: both APIs refuse empty text
 _DATA_URL = re.compile(

@@ -29,12 +29,11 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from devall_cli import __version__, limits
+from devall_cli import __version__, json_limits, limits
 from devall_cli.errors import DevallError, LLMHTTPError, LLMUnreachableError
 from devall_cli.providers.base import dump_json
 from devall_cli.redaction import Redactor
 from devall_cli.text import clean_text, clean_value
-from devall_cli.tools import json_limits
 
 # Module-level so that tests (of a provider or of the engine) can shorten the waits.
 BACKOFF_BASE = 0.5

@@ -7,17 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from devall_cli.config.placeholders import UNRESOLVED
-from devall_cli.config.schema import (
-    Checker,
-    KeySpec,
-    check_keys,
-    describe,
-    get_mapping,
-    opt_bool,
-    suggest,
-)
+from devall_cli.config.schema import Checker, KeySpec, check_keys, describe, get_mapping, opt_bool
 from devall_cli.config.yaml_source import KeyPath
 from devall_cli.skills.discovery import SKILLS_ENV, SKILLS_FOLDER, discover, shown_path, skills_root
+from devall_cli.text import suggest
 
 _SKILLS_KEYS = KeySpec(known=frozenset({"enabled", "allow"}))
 _ALLOW_KEYS = KeySpec(known=frozenset({"name"}))

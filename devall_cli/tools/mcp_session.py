@@ -37,6 +37,7 @@ from devall_cli.errors import (
     ServerDiedError,
     ServerUnreachableError,
 )
+from devall_cli.json_limits import JsonLimitError, check_value
 from devall_cli.text import clean_value
 from devall_cli.tools.base import (
     CallContext,
@@ -48,7 +49,6 @@ from devall_cli.tools.base import (
     ToolEvents,
     ToolResult,
 )
-from devall_cli.tools.json_limits import JsonLimitError, check_value
 from devall_cli.tools.mcp_requests import CallClock, RunningCall, ServerRequests
 from devall_cli.tools.normalize import json_object, normalize_result, result_meta
 from devall_cli.tools.person_wait import PersonWaits

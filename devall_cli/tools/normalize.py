@@ -16,6 +16,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from devall_cli import limits
+from devall_cli.block_text import plain as _plain
+from devall_cli.block_text import render_link, repeats_text
 from devall_cli.text import clean_text, clean_value
 from devall_cli.tools.attachments import AttachmentStore, attachment_name
 from devall_cli.tools.base import AttachmentBlock, Block, DataBlock, ResourceLinkBlock, TextBlock
@@ -257,16 +259,6 @@ def render_block(block: Block) -> str:
     )
 
 
-def render_link(
-    uri: str, name: str | None, mime_type: str | None, description: str | None
-) -> str:
-    """`[resource link: name <uri> (mime): description]`."""
-    head = f"{name} <{uri}>" if name else f"<{uri}>"
-    mime = f" ({mime_type})" if mime_type else ""
-    about = f": {description}" if description else ""
-    return f"[resource link: {head}{mime}{about}]"
-
-
 def render_for_model(blocks: Sequence[Block], *, max_chars: int | None = None) -> str:
     """The text of a tool result for the model; cut with a visible marker past `max_chars`.
 
@@ -286,36 +278,6 @@ def _repeated(block: Block, blocks: Sequence[Block]) -> bool:
         return False
     texts = [other.text for other in blocks if isinstance(other, TextBlock)]
     return repeats_text(block.data, texts)
-
-
-_JSON_START = tuple('{["-0123456789tfn')
-
-
-def repeats_text(data: Any, texts: Sequence[str]) -> bool:
-    """Whether structured content `data` says nothing the texts do not already say.
-
-    Servers send the same value as text for older clients (the MCP spec asks them to), and
-    FastMCP wraps a tool's plain return value as `{"result": value}`: either way the text (or
-    one of the texts) is the value, as JSON or, for a string, as itself.
-    """
-    wanted = _plain(data)
-    wrapped = isinstance(wanted, dict) and len(wanted) == 1 and "result" in wanted
-    inner = wanted["result"] if wrapped else _ABSENT
-    candidates = [*texts, "\n".join(texts)] if len(texts) > 1 else list(texts)
-    for text in candidates:
-        if isinstance(inner, str) and text == inner:
-            return True
-        if text.lstrip().startswith(_JSON_START):
-            try:
-                value = json.loads(text)
-            except ValueError:
-                continue
-            if value == wanted or (inner is not _ABSENT and value == inner):
-                return True
-    return False
-
-
-_ABSENT = object()
 
 
 def cap_blocks(blocks: Sequence[Block], max_chars: int) -> tuple[Block, ...]:
@@ -352,15 +314,6 @@ def _cut(block: TextBlock | ResourceLinkBlock | DataBlock, room: int, marker: st
     if isinstance(block, TextBlock):
         return dataclasses.replace(block, text=text)
     return TextBlock(text=text, tool_name=block.tool_name, source=block.source)
-
-
-def _plain(value: Any) -> Any:
-    """Mappings and sequences turned into dicts and lists, so json can write them."""
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    return value
 
 
 def blocks_to_json(blocks: Sequence[Block]) -> list[dict[str, Any]]:

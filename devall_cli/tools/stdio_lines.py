@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from itertools import islice
 from typing import Any
 
-from devall_cli.tools import json_limits
+from devall_cli import json_limits
 
 READ_CHUNK = 256 * 1024
 HEAD_BYTES = 256  # how much of a dropped line is kept to find the request it answers

@@ -29,9 +29,8 @@ from typing import Any
 
 from devall_cli import limits
 from devall_cli.errors import ServerStartError
-from devall_cli.text import clean_text
-from devall_cli.tools.parent_death import die_with_parent
-from devall_cli.tools.process_groups import (
+from devall_cli.procs.parent_death import die_with_parent
+from devall_cli.procs.process_groups import (
     kill_all_children,
     live_child_pids,
     register,
@@ -41,6 +40,7 @@ from devall_cli.tools.process_groups import (
     unregister,
     wait_gone,
 )
+from devall_cli.text import clean_text
 from devall_cli.tools.server_log import ServerLogFile
 from devall_cli.tools.stdio_lines import iter_lines, overlong_answer, split_message
 

@@ -14,7 +14,8 @@ from rich.spinner import Spinner
 from rich.table import Table
 from rich.text import Text
 
-from devall_cli.engine.events import (
+from devall_cli.block_text import render_link, repeats_text
+from devall_cli.events import (
     AttachmentSavedEvent,
     CodeFinishedEvent,
     CodeStartedEvent,
@@ -43,11 +44,10 @@ from devall_cli.engine.events import (
     ToolErrorEvent,
     ToolResultEvent,
 )
-from devall_cli.engine.recorder import RunRecorder, RunResult
 from devall_cli.redaction import Redactor
 from devall_cli.text import visible
-from devall_cli.tools.normalize import render_link, repeats_text
 from devall_cli.trace.console_mcp import McpRequestsTrace
+from devall_cli.trace.recorder import RunRecorder, RunResult
 from devall_cli.trace.status import WaitState
 
 Verbosity = Literal["quiet", "normal", "verbose"]

@@ -13,7 +13,7 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from devall_cli.engine.tool_events import (
+from devall_cli.events import (
     ElicitationAnsweredEvent,
     ElicitationRequestedEvent,
     SamplingAnsweredEvent,

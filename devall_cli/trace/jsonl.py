@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 from typing import IO, Any
 
-from devall_cli.engine.events import Event, event_to_dict
 from devall_cli.errors import RunFailedError
+from devall_cli.events import Event, event_to_dict
 from devall_cli.redaction import Redactor
 from devall_cli.run_files import open_run_file, write_failure
 from devall_cli.text import clean_text

@@ -11,8 +11,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from devall_cli.engine.events import Event, RunFinishedEvent
-from devall_cli.engine.recorder import (
+from devall_cli.events import Event, RunFinishedEvent
+from devall_cli.node_paths import declared_path
+from devall_cli.redaction import Redactor
+from devall_cli.run_files import write_failure
+from devall_cli.text import clean_text
+from devall_cli.trace.recorder import (
     AttachmentRecord,
     NodeRecord,
     RunRecorder,
@@ -20,10 +24,6 @@ from devall_cli.engine.recorder import (
     TokenCounts,
     ToolStats,
 )
-from devall_cli.node_paths import declared_path
-from devall_cli.redaction import Redactor
-from devall_cli.run_files import write_failure
-from devall_cli.text import clean_text
 
 
 def _tokens(tokens: TokenCounts) -> dict[str, int]:

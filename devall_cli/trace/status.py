@@ -6,7 +6,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from devall_cli.engine.events import (
+from devall_cli.events import (
     CodeFinishedEvent,
     CodeStartedEvent,
     Event,
@@ -18,9 +18,9 @@ from devall_cli.engine.events import (
     ServerReadyEvent,
     ServerStartingEvent,
     ToolCallEvent,
+    ToolProgressEvent,
     ToolResultEvent,
 )
-from devall_cli.engine.tool_events import ToolProgressEvent
 
 
 @dataclass(frozen=True)

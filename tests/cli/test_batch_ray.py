@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from devall_cli.tools.proc_table import descendants, process_table
+from devall_cli.procs.proc_table import descendants, process_table
 from tests.cli.batch_flows import fixture_tooling, jsonl_tasks, results, scripted_workflow
 from tests.conftest import REPO_ROOT
 

@@ -22,11 +22,11 @@ import pytest
 from devall_cli.config.loader import load_workflow
 from devall_cli.config.model import McpLocalConfig
 from devall_cli.errors import ExitCode, ProtocolError
+from devall_cli.procs.process_groups import live_child_pids
 from devall_cli.tools.base import TextBlock, ToolResult
 from devall_cli.tools.manager import ToolManager
 from devall_cli.tools.mcp_direct import DirectLocalSource
 from devall_cli.tools.mcp_local import LocalSource
-from devall_cli.tools.process_groups import live_child_pids
 from devall_cli.tools.stdio_process import LINE_LIMIT
 
 HOSTILE = Path(__file__).resolve().parents[1] / "servers" / "hostile_server.py"

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from devall_cli.engine.events import RunStartedEvent
 from devall_cli.errors import RunFailedError
+from devall_cli.events import RunStartedEvent
 from devall_cli.redaction import Redactor
 from devall_cli.run_files import locked_run_dir, open_run_file
 from devall_cli.tools.stdio_process import StdioProcess

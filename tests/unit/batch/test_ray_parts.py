@@ -112,7 +112,7 @@ def test_reap_kills_what_does_not_end_by_itself() -> None:
     import subprocess
     import sys
 
-    from devall_cli.tools.proc_table import read_process
+    from devall_cli.procs.proc_table import read_process
 
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     info = read_process(child.pid)

@@ -18,7 +18,7 @@ from devall_cli.config.model import (
     ScriptedTurn,
     Workflow,
 )
-from devall_cli.engine.events import Event, EventBus
+from devall_cli.events import Event, EventBus
 from devall_cli.messages import USER, Message
 from devall_cli.nodes import NODE_TYPES, NodeRun
 from devall_cli.redaction import Redactor

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from devall_cli.config.model import AgentConfig
-from devall_cli.engine.events import (
+from devall_cli.errors import RunFailedError, ServerDiedError
+from devall_cli.events import (
     AttachmentSavedEvent,
     EventBus,
     ModelReplyEvent,
@@ -17,7 +18,6 @@ from devall_cli.engine.events import (
     ToolErrorEvent,
     ToolResultEvent,
 )
-from devall_cli.errors import RunFailedError, ServerDiedError
 from devall_cli.providers import make_provider
 from devall_cli.providers.base import AssistantMessage, Provider, Usage, tool_call_from_json
 from devall_cli.tools.base import AttachmentBlock, ToolResult, ToolSpec

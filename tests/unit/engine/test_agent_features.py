@@ -9,13 +9,13 @@ from typing import Any
 
 from devall_cli.config.model import EdgeConfig, GraphConfig, NodeConfig
 from devall_cli.config.schema import KeySpec
-from devall_cli.engine.events import (
+from devall_cli.engine.graph import GraphRun, RunEnv
+from devall_cli.events import (
     EventBus,
     MemoryLoadedEvent,
     ModelRequestEvent,
     ToolResultEvent,
 )
-from devall_cli.engine.graph import GraphRun, RunEnv
 from devall_cli.memory.bank import MemoryBank, MemoryContext
 from devall_cli.memory.base import AUTO, MemoryRefConfig, MemoryStoreConfig
 from devall_cli.memory.blackboard import BlackboardMemoryConfig

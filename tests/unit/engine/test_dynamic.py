@@ -23,14 +23,14 @@ from devall_cli.config.model import (
     Workflow,
 )
 from devall_cli.config.schema import KeySpec
-from devall_cli.engine.events import (
+from devall_cli.engine.graph import GraphOutcome, GraphRun, RunEnv
+from devall_cli.errors import RunFailedError
+from devall_cli.events import (
     EventBus,
     GraphNoteEvent,
     NodeFinishedEvent,
     NodeStartedEvent,
 )
-from devall_cli.engine.graph import GraphOutcome, GraphRun, RunEnv
-from devall_cli.errors import RunFailedError
 from devall_cli.messages import Message, task_messages
 from devall_cli.nodes import NODE_TYPES, NodeRun, NodeType
 from tests.unit.engine.builders import Collector, FakeTools, agent, edge, literal, turn, workflow

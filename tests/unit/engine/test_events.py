@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from devall_cli.engine.events import (
+from devall_cli.engine.runner import run_workflow
+from devall_cli.engine.session import RunSession
+from devall_cli.events import (
     Event,
     EventBus,
     ModelReplyEvent,
@@ -14,8 +16,6 @@ from devall_cli.engine.events import (
     ToolResultEvent,
     event_to_dict,
 )
-from devall_cli.engine.runner import run_workflow
-from devall_cli.session import RunSession
 from tests.unit.engine.builders import Collector, FakeTools, literal, workflow
 
 

@@ -23,9 +23,9 @@ from devall_cli.config.model import (
 )
 from devall_cli.config.schema import KeySpec
 from devall_cli.edges.base import EdgeEnv
-from devall_cli.engine.events import EventBus, GraphNoteEvent, NodeFinishedEvent
 from devall_cli.engine.graph import GraphOutcome, GraphRun, RunEnv
 from devall_cli.errors import RunFailedError
+from devall_cli.events import EventBus, GraphNoteEvent, NodeFinishedEvent
 from devall_cli.messages import Message, task_messages
 from devall_cli.nodes import NODE_TYPES, NodeRun, NodeType
 from tests.unit.engine.builders import Collector, FakeTools, edge, workflow

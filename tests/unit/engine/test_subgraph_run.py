@@ -13,9 +13,9 @@ import pytest
 
 from devall_cli.config.model import GraphConfig, NodeConfig
 from devall_cli.config.schema import KeySpec
-from devall_cli.engine.events import EventBus, NodeFinishedEvent, NodeStartedEvent
 from devall_cli.engine.graph import GraphOutcome, GraphRun
 from devall_cli.errors import RunFailedError
+from devall_cli.events import EventBus, NodeFinishedEvent, NodeStartedEvent
 from devall_cli.messages import Message, task_messages
 from devall_cli.nodes import NODE_TYPES, NodeRun, NodeType
 from devall_cli.nodes.subgraph import SubgraphConfig

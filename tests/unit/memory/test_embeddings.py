@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from devall_cli.engine.events import EmbeddingsEvent, Event
 from devall_cli.errors import LLMHTTPError, LLMUnreachableError
+from devall_cli.events import EmbeddingsEvent, Event
 from devall_cli.memory.base import EmbeddingConfig
 from devall_cli.memory.embeddings import BATCH, EmbeddingClient
 from devall_cli.providers import http_client

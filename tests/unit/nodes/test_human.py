@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from devall_cli.config.model import NodeConfig, Workflow
-from devall_cli.engine.events import EventBus, HumanAskedEvent, HumanRepliedEvent
 from devall_cli.engine.graph import GraphOutcome, GraphRun, RunEnv
 from devall_cli.errors import RunFailedError
+from devall_cli.events import EventBus, HumanAskedEvent, HumanRepliedEvent
 from devall_cli.messages import task_messages
 from devall_cli.nodes.human import HumanConfig
 from devall_cli.nodes.human_input import (

@@ -14,11 +14,11 @@ import pytest
 
 from devall_cli import limits
 from devall_cli.config.model import NodeConfig
-from devall_cli.engine.events import CodeFinishedEvent, CodeStartedEvent, EventBus
+from devall_cli.events import CodeFinishedEvent, CodeStartedEvent, EventBus
 from devall_cli.messages import Message
 from devall_cli.nodes.base import NodeRun
 from devall_cli.nodes.python import PythonConfig, extract_code, failure_text, run_python
-from devall_cli.tools.process_groups import live_child_pids
+from devall_cli.procs.process_groups import live_child_pids
 from tests.servers.serve import pid_gone
 from tests.unit.engine.builders import Collector, FakeTools
 
@@ -238,7 +238,7 @@ async def test_a_script_slow_to_die_is_waited_for_and_then_forgotten(
 ) -> None:
     """On a loaded machine a killed tree can outlast the output's drain: wait for it, then
     release the child, or the watcher process would run on for the rest of devall's life."""
-    from devall_cli.tools import process_groups
+    from devall_cli.procs import process_groups
 
     real = process_groups.tree_alive
     slow_until: list[float] = []

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from devall_cli.tools import json_limits
-from devall_cli.tools.json_limits import (
+from devall_cli import json_limits
+from devall_cli.json_limits import (
     MAX_INT_DIGITS,
     MAX_NESTING,
     JsonLimitError,

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from devall_cli.errors import ExitCode, ServerStartError
+from devall_cli.procs.process_groups import kill_all_children, live_child_pids
 from devall_cli.tools import stdio_process
-from devall_cli.tools.process_groups import kill_all_children, live_child_pids
 from devall_cli.tools.stdio_lines import iter_lines, split_message
 from devall_cli.tools.stdio_process import StdioProcess, build_child_env
 from tests.servers.serve import pid_gone

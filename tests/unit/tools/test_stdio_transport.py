@@ -17,7 +17,7 @@ from mcp.shared.message import SessionMessage
 from mcp_types import JSONRPCRequest
 from pydantic import ValidationError
 
-from devall_cli.tools.process_groups import live_child_pids
+from devall_cli.procs.process_groups import live_child_pids
 from devall_cli.tools.stdio_process import StdioProcess
 from devall_cli.tools.stdio_transport import (
     SupervisedStdioTransport,

@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from devall_cli.config.model import Workflow
-from devall_cli.engine.events import EventBus, ServerReadyEvent, ServerStartingEvent
 from devall_cli.engine.runner import RunResult, run_workflow
-from devall_cli.session import RunSession
+from devall_cli.engine.session import RunSession
+from devall_cli.events import EventBus, ServerReadyEvent, ServerStartingEvent
 from devall_cli.tools.base import AttachmentBlock, TextBlock, ToolResult
 from tests.unit.engine.builders import FakeTools, agent, edge, literal, turn, workflow
 

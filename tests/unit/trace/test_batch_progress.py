@@ -6,9 +6,9 @@ import io
 
 from rich.console import Console
 
+from devall_cli.batch.progress import BatchProgress
 from devall_cli.batch.results import TaskOutcome
 from devall_cli.batch.tasks import BatchTask
-from devall_cli.trace.batch_progress import BatchProgress
 
 
 class Clock:

@@ -6,7 +6,7 @@ import io
 
 from rich.console import Console
 
-from devall_cli.engine.events import (
+from devall_cli.events import (
     EventBus,
     ModelRequestEvent,
     RunFinishedEvent,

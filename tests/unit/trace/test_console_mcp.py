@@ -8,12 +8,14 @@ import io
 import pytest
 from rich.console import Console
 
-from devall_cli.engine.events import EventBus, ServerLogEvent, ToolCallEvent
-from devall_cli.engine.tool_events import (
+from devall_cli.events import (
     ElicitationAnsweredEvent,
     ElicitationRequestedEvent,
+    EventBus,
     SamplingAnsweredEvent,
     SamplingRequestedEvent,
+    ServerLogEvent,
+    ToolCallEvent,
     ToolProgressEvent,
 )
 from devall_cli.redaction import Redactor

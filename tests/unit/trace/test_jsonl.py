@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from devall_cli.engine.events import EventBus
+from devall_cli.events import EventBus
 from devall_cli.redaction import Redactor
 from devall_cli.trace.jsonl import JsonlSink
 from tests.unit.trace.scenario import LONG_LINES, SECRET, run_secret_flow
@@ -36,7 +36,7 @@ async def test_every_event_is_one_redacted_json_line(tmp_path: Path) -> None:
 
 
 def test_lines_are_on_disk_before_close(tmp_path: Path) -> None:
-    from devall_cli.engine.events import ServerLogEvent
+    from devall_cli.events import ServerLogEvent
 
     path = tmp_path / "events.jsonl"
     sink = JsonlSink(path, Redactor())

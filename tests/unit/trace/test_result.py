@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from devall_cli.engine.events import EventBus
 from devall_cli.engine.runner import run_workflow
+from devall_cli.engine.session import RunSession
 from devall_cli.errors import RunFailedError
+from devall_cli.events import EventBus
 from devall_cli.redaction import Redactor
-from devall_cli.session import RunSession
 from devall_cli.trace.result import ResultSink, write_result
 from tests.unit.engine.builders import FakeTools, agent, edge, literal, workflow
 from tests.unit.trace.scenario import SECRET, run_secret_flow

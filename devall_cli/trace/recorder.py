@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from devall_cli.engine.events import (
+from devall_cli.events import (
     AttachmentSavedEvent,
     CodeFinishedEvent,
     EmbeddingsEvent,

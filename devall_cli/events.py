@@ -372,6 +372,96 @@ EventSink = Callable[[Event], None]
 ErrorReporter = Callable[[EventSink, BaseException], None]
 
 
+# What MCP servers ask and report during calls: progress, elicitation, sampling and roots.
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolProgressEvent(Event):
+    """A server reported progress on a running call (`notifications/progress`)."""
+
+    kind: ClassVar[str] = "tool.progress"
+    node_id: str
+    call_id: str
+    tool: str
+    server_id: str
+    progress: float
+    total: float | None = None
+    message: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ElicitationRequestedEvent(Event):
+    """A server asks the operator for input (`elicitation/create`) during a call."""
+
+    kind: ClassVar[str] = "elicitation.requested"
+    server_id: str
+    node_id: str = ""
+    call_id: str = ""
+    tool: str = ""
+    message: str = ""
+    mode: str = "form"  # form | url
+    schema: Mapping[str, Any] = field(default_factory=dict)
+    url: str | None = None
+    policy: str = ""  # prompt | accept_defaults | decline | cancel
+
+
+@dataclass(frozen=True, kw_only=True)
+class ElicitationAnsweredEvent(Event):
+    """The answer devall sent: `accept` (with `content`), `decline` or `cancel`."""
+
+    kind: ClassVar[str] = "elicitation.answered"
+    server_id: str
+    node_id: str = ""
+    call_id: str = ""
+    tool: str = ""
+    action: str = ""
+    content: Mapping[str, Any] | None = None
+    channel: str = ""  # terminal (the operator typed it), config (the policy), none
+
+
+@dataclass(frozen=True, kw_only=True)
+class SamplingRequestedEvent(Event):
+    """A server asks the calling node's model for a reply (`sampling/createMessage`)."""
+
+    kind: ClassVar[str] = "sampling.requested"
+    server_id: str
+    node_id: str = ""
+    call_id: str = ""
+    tool: str = ""
+    messages: Sequence[Mapping[str, Any]] = ()
+    system_prompt: str | None = None
+    max_tokens: int = 0  # after the `sampling_max_tokens` cap
+    temperature: float | None = None
+    model_hints: Sequence[str] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class SamplingAnsweredEvent(Event):
+    """How a sampling request ended: `ok` (the reply went back) or `failed` (an error did)."""
+
+    kind: ClassVar[str] = "sampling.answered"
+    server_id: str
+    node_id: str = ""
+    call_id: str = ""
+    tool: str = ""
+    status: str = "ok"
+    text: str | None = None
+    model: str | None = None
+    stop_reason: str | None = None
+    error: str | None = None
+    duration_ms: float = 0.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServerRootsEvent(Event):
+    """Roots given to a server: it asked (`listed`), or devall told it they changed."""
+
+    kind: ClassVar[str] = "server.roots"
+    server_id: str
+    roots: Sequence[str] = ()
+    reason: str = "listed"
+
+
 class EventBus:
     """Delivers every event to every subscribed sink, in subscription order."""
 

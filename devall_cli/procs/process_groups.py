@@ -22,8 +22,8 @@ import contextlib
 import os
 import signal
 
-from devall_cli.tools.proc_table import descendants, process_table, read_process
-from devall_cli.tools.sentinel import Sentinel
+from devall_cli.procs.proc_table import descendants, process_table, read_process
+from devall_cli.procs.sentinel import Sentinel
 
 # pid of each live child -> its process group id (equal, since each child starts a session)
 _LIVE_GROUPS: dict[int, int] = {}

@@ -9,10 +9,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from devall_cli.config.model import Workflow
-from devall_cli.engine.events import EventBus, EventSink
-from devall_cli.engine.recorder import RunRecorder
+from devall_cli.events import EventBus, EventSink
 from devall_cli.redaction import Redactor
 from devall_cli.run_files import locked_run_dir
+from devall_cli.trace.recorder import RunRecorder
 
 
 class RunSession:
