@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.core import REPO_ROOT
-from devall_cli.config.loader import load_workflow
 from devall_cli.config.model import AgentConfig, ScriptedToolCall, ScriptedTurn, Workflow
+from devall_cli.workflow.loader import load_workflow
 from tests.servers.serve import FIXTURE_SERVER, ServerProcess
 
 LIGHT_SERVER = REPO_ROOT / "benchmarks" / "light_server.py"

@@ -21,11 +21,11 @@ from benchmarks.fixtures import (
     scratch_dir,
     write_workflow,
 )
-from devall_cli.config.loader import load_workflow
 from devall_cli.config.model import Workflow
 from devall_cli.engine.runner import run_workflow
-from devall_cli.events import Event, EventBus, NodeFinishedEvent, NodeStartedEvent
 from devall_cli.engine.session import RunSession
+from devall_cli.events import Event, EventBus, NodeFinishedEvent, NodeStartedEvent
+from devall_cli.workflow.loader import load_workflow
 
 BRANCHES = 8
 SLEEP_S = 0.5

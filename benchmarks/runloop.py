@@ -26,8 +26,8 @@ from benchmarks.fixtures import local_tooling, raw_stdio_client, scratch_dir, si
 from benchmarks.fixtures import with_script as scripted
 from devall_cli.config.model import Workflow
 from devall_cli.engine.runner import default_tool_manager, run_workflow
-from devall_cli.events import Event, EventBus, ServerReadyEvent
 from devall_cli.engine.session import RunSession
+from devall_cli.events import Event, EventBus, ServerReadyEvent
 
 RUN_LOOP_TARGET = 1.5
 Sinks = Literal["none", "jsonl", "all"]

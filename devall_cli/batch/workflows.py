@@ -53,7 +53,7 @@ class WorkflowSet:
         if cached is not None:
             self._cache.move_to_end(key)
             return cached
-        from devall_cli.config.loader import load_workflow
+        from devall_cli.workflow.loader import load_workflow
 
         self.loads += 1
         merged = {**self.cli_vars, **task_vars}

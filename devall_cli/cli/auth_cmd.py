@@ -118,7 +118,7 @@ def login_command(
 
 
 def _adhoc_auth(scope: list[str] | None, client_id: str | None, metadata_url: str | None) -> Any:
-    from devall_cli.config.oauth import OAuthConfig
+    from devall_cli.tools.kinds.oauth_settings import OAuthConfig
 
     if metadata_url is not None and not metadata_url.startswith("https://"):
         raise UsageError("--client-metadata-url must be an https:// URL")

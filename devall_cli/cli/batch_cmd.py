@@ -193,7 +193,7 @@ def _load_first(
     path: Path, cli_vars: dict[str, str], env_file: Path | None, task: BatchTask
 ) -> Workflow:
     """The workflow with the first task's vars: a broken file stops the batch before it runs."""
-    from devall_cli.config.loader import load_workflow
+    from devall_cli.workflow.loader import load_workflow
 
     loaded = load_workflow(path, cli_vars={**cli_vars, **task.vars}, env_file=env_file)
     STATE.mask = loaded.redactor.text

@@ -214,7 +214,7 @@ def load(
 
     `tools_only`: for listings and probes, which need no model settings.
     """
-    from devall_cli.config.loader import load_workflow
+    from devall_cli.workflow.loader import load_workflow
 
     loaded = load_workflow(
         workflow, cli_vars=parse_vars(var), env_file=env_file, tools_only=tools_only

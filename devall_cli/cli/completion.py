@@ -83,7 +83,7 @@ def _load(ctx: Any) -> Any:
     if workflow is None:
         return None
     from devall_cli.cli.common import parse_vars
-    from devall_cli.config.loader import load_workflow
+    from devall_cli.workflow.loader import load_workflow
 
     try:
         with contextlib.redirect_stderr(io.StringIO()):

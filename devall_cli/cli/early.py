@@ -151,9 +151,9 @@ def _spawn(invocation: Invocation) -> asyncio.AbstractEventLoop | None:
     """Load the workflow and spawn its local servers on a new loop (None: nothing spawned)."""
     import asyncio
 
-    from devall_cli.config.loader import load_workflow
     from devall_cli.tools.head_start import HeadStart, keep_for_later
     from devall_cli.tools.plan import SourceContext, plan_sources
+    from devall_cli.workflow.loader import load_workflow
 
     loaded = load_workflow(
         invocation.workflow,

@@ -94,7 +94,7 @@ def _load_for_drawing(workflow: Path, var: list[str] | None, env_file: Path | No
     the value of each (a URL-like name gets an `.invalid` URL) and a warning names them.
     Any other error is reported as `devall validate` reports it.
     """
-    from devall_cli.config.loader import load_workflow
+    from devall_cli.workflow.loader import load_workflow
 
     try:
         return load(workflow, var, env_file)

@@ -118,7 +118,7 @@ def init_command(
             f"not overwriting {', '.join(existing)}",
             hint="choose another DIR, or pass --force to overwrite",
         )
-    from devall_cli.config.json_schema import workflow_schema
+    from devall_cli.workflow.json_schema import workflow_schema
 
     contents = {**FILES, SCHEMA_FILE: json.dumps(workflow_schema(), indent=2) + "\n"}
     try:

@@ -187,8 +187,8 @@ def run_command(
 
 def load_replies(path: Path, workflow: Workflow) -> Answers:
     """The answers file, checked against the workflow's human nodes (ConfigError, exit 3)."""
-    from devall_cli.config.answers import load_answers
     from devall_cli.nodes.base import walk_nodes
+    from devall_cli.workflow.answers import load_answers
 
     names: set[str] = set()
     for node_path, node in walk_nodes(workflow.graph):

@@ -26,7 +26,7 @@ def schema_command(
     Put `# yaml-language-server: $schema=<path of the written file>` at the top of a
     workflow, or map the schema to your workflow files in the editor's settings.
     """
-    from devall_cli.config.json_schema import workflow_schema
+    from devall_cli.workflow.json_schema import workflow_schema
 
     text = json.dumps(workflow_schema(), indent=2) + "\n"
     if out is None:

@@ -112,7 +112,7 @@ def adhoc_target(
     timeout: float | None = None,
 ) -> Any:
     """The ad-hoc options as an AdhocTarget; options of another kind of target are refused."""
-    from devall_cli.config.adhoc import AdhocTarget
+    from devall_cli.workflow.adhoc import AdhocTarget
 
     _only_with(url, "--url", header=header)
     _only_with(command, "--command", env=env, cwd=cwd, wait_for_log=wait_for_log)
@@ -148,7 +148,7 @@ def target_workflow(
         raise UsageError("give exactly one of WORKFLOW, --url, --command or --mcp-config")
     if workflow is not None:
         return load(Path(workflow), var, env_file, tools_only=True)
-    from devall_cli.config.adhoc import adhoc_workflow
+    from devall_cli.workflow.adhoc import adhoc_workflow
 
     values = parse_vars(var)
     environ = dict(os.environ)

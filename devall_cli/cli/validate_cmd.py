@@ -48,7 +48,7 @@ def validate_command(
     With several files and --json, the document is a list with one entry (and a "file" key) each.
     """
     # Imported here so that `devall --help` does not pay for the YAML loader.
-    from devall_cli.config.loader import validate_workflow
+    from devall_cli.workflow.loader import validate_workflow
 
     cli_vars = parse_vars(var)
     results = [

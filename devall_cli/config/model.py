@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 from devall_cli.config.dynamic import DynamicConfig
 from devall_cli.config.function_dirs import NO_FOLDER, FunctionFolder
-from devall_cli.config.mcp_client import DEFAULT_CLIENT, McpClientConfig
-from devall_cli.config.oauth import OAuthConfig
 from devall_cli.errors import ConfigIssue
 from devall_cli.redaction import Redactor
+from devall_cli.tools.kinds.client_settings import DEFAULT_CLIENT, McpClientConfig
+from devall_cli.tools.kinds.oauth_settings import OAuthConfig
 
 if TYPE_CHECKING:
     from devall_cli.memory.base import MemoryRefConfig, MemoryStoreConfig

@@ -25,7 +25,6 @@ from devall_cli.config.schema import (
     opt_number,
     opt_str,
 )
-from devall_cli.config.tooling_registry import parse_tooling
 from devall_cli.config.yaml_source import KeyPath
 from devall_cli.errors import RunFailedError
 from devall_cli.events import AttachmentSavedEvent, ModelReplyEvent, ModelRequestEvent
@@ -45,6 +44,7 @@ from devall_cli.skills.tools import SkillTools
 from devall_cli.thinking.base import GEN, parse_thinking
 from devall_cli.tools.attachments import AttachmentStore
 from devall_cli.tools.base import Sampler, ToolSpec
+from devall_cli.tools.kinds.registry import parse_tooling
 from devall_cli.tools.normalize import render_for_model
 
 COMMON_KEYS = frozenset(

@@ -16,8 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from devall_cli.config.graph_checks import parse_graph
-from devall_cli.config.includes import LoadScope, load_subgraph_file, within_limits
 from devall_cli.config.model import GraphConfig
 from devall_cli.config.placeholders import UNRESOLVED
 from devall_cli.config.schema import (
@@ -32,6 +30,8 @@ from devall_cli.config.yaml_source import KeyPath
 from devall_cli.errors import RunFailedError
 from devall_cli.messages import ASSISTANT, USER, Message
 from devall_cli.nodes.base import NODE_TYPES, NodeRun, NodeType
+from devall_cli.workflow.graph import parse_graph
+from devall_cli.workflow.includes import LoadScope, load_subgraph_file, within_limits
 
 KEYS = KeySpec(known=frozenset({"type", "config"}), ignored=frozenset({"vars"}))
 _FILE_KEYS = KeySpec(known=frozenset({"path"}))

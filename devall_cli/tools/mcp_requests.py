@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from devall_cli.config.mcp_client import LOG_LEVELS, McpClientConfig, RootConfig
 from devall_cli.errors import DevallError
 from devall_cli.tools.base import (
     CallContext,
@@ -37,6 +36,7 @@ from devall_cli.tools.base import (
     SamplingReply,
     ToolEvents,
 )
+from devall_cli.tools.kinds.client_settings import LOG_LEVELS, McpClientConfig, RootConfig
 from devall_cli.tools.mcp_sampling import SamplingRefused, sampling_request
 
 if TYPE_CHECKING:

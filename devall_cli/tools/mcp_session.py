@@ -29,7 +29,6 @@ from collections import Counter, deque
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from devall_cli.config.mcp_client import DEFAULT_CLIENT, McpClientConfig
 from devall_cli.errors import (
     DevallConnectionError,
     DevallError,
@@ -49,6 +48,7 @@ from devall_cli.tools.base import (
     ToolEvents,
     ToolResult,
 )
+from devall_cli.tools.kinds.client_settings import DEFAULT_CLIENT, McpClientConfig
 from devall_cli.tools.mcp_requests import CallClock, RunningCall, ServerRequests
 from devall_cli.tools.normalize import json_object, normalize_result, result_meta
 from devall_cli.tools.person_wait import PersonWaits

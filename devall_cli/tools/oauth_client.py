@@ -40,9 +40,9 @@ from mcp.shared.auth import (
 )
 from pydantic import AnyUrl, BaseModel, ValidationError
 
-from devall_cli.config.oauth import OAuthConfig, signing_algorithm
 from devall_cli.errors import AuthError
 from devall_cli.tools.base import AuthNotice
+from devall_cli.tools.kinds.oauth_settings import OAuthConfig, signing_algorithm
 from devall_cli.tools.oauth_cache import CacheEntry, TokenCache, cache_root
 from devall_cli.tools.oauth_redirect import (
     LoopbackRedirect,

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from devall_cli.config.model import ToolingConfig, Workflow
-from devall_cli.config.tooling_registry import ToolingType, tooling_types
 from devall_cli.nodes.base import node_tooling, walk_nodes
 from devall_cli.tools.base import (
     AuthCallback,
@@ -19,6 +18,7 @@ from devall_cli.tools.base import (
     ToolEvents,
     ToolSource,
 )
+from devall_cli.tools.kinds.registry import ToolingType, tooling_types
 
 
 def tooling_type(tooling: ToolingConfig) -> ToolingType:

@@ -18,10 +18,10 @@ import typer.main
 
 from devall_cli.cli.app import app
 from devall_cli.cli.early import COMMANDS, GLOBAL_FLAGS, Invocation, read_command_line
-from devall_cli.config.loader import load_workflow
 from devall_cli.errors import ExitCode
 from devall_cli.tools.head_start import HeadStart, close_kept, keep_for_later
 from devall_cli.tools.plan import SourceContext, plan_sources
+from devall_cli.workflow.loader import load_workflow
 from tests.cli.test_head_start_cli import TRICKY, spied, tooling, write
 from tests.conftest import REPO_ROOT
 from tests.servers.serve import pid_gone

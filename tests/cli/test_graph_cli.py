@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from devall_cli.config.loader import load_workflow
 from devall_cli.graphview.shape import shape_of, walk
+from devall_cli.workflow.loader import load_workflow
 from tests.cli.flows import edge, invoke, scripted, write_flow
 from tests.conftest import REPO_ROOT
 

@@ -364,8 +364,8 @@ def test_remote_demo_names_the_missing_placeholders() -> None:
 
 
 def test_local_openai_defaults_model_and_base_url() -> None:
-    from devall_cli.config.loader import load_workflow
     from devall_cli.config.model import AgentConfig
+    from devall_cli.workflow.loader import load_workflow
 
     flow = load_workflow(WORKFLOWS / "local_openai.yaml", environ={"API_KEY": "sk-x-1234"})
     config = flow.graph.node("lucky").config

@@ -19,7 +19,6 @@ from typing import Any
 
 import pytest
 
-from devall_cli.config.loader import load_workflow
 from devall_cli.config.model import McpLocalConfig
 from devall_cli.errors import ExitCode, ProtocolError
 from devall_cli.procs.process_groups import live_child_pids
@@ -28,6 +27,7 @@ from devall_cli.tools.manager import ToolManager
 from devall_cli.tools.mcp_direct import DirectLocalSource
 from devall_cli.tools.mcp_local import LocalSource
 from devall_cli.tools.stdio_process import LINE_LIMIT
+from devall_cli.workflow.loader import load_workflow
 
 HOSTILE = Path(__file__).resolve().parents[1] / "servers" / "hostile_server.py"
 READY = "hostile server ready"

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from devall_cli.config.loader import load_workflow
 from devall_cli.procs.process_groups import watcher_pid
 from devall_cli.tools.base import TextBlock, ToolResult
 from devall_cli.tools.manager import ToolManager
 from devall_cli.tools.mcp_remote import REMOTE_MAX_CONCURRENCY
+from devall_cli.workflow.loader import load_workflow
 from tests.servers.serve import FIXTURE_SERVER, ServerProcess, live_children
 
 CALLS = 20

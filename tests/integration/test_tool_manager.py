@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from devall_cli.config.loader import load_workflow
 from devall_cli.errors import ConfigError
 from devall_cli.tools.manager import ToolManager, safe_tool_names
+from devall_cli.workflow.loader import load_workflow
 from tests.servers.serve import FIXTURE_SERVER, ServerProcess, live_children, pid_gone
 
 FUNCTIONS = '''

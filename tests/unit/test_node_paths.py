@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from devall_cli.config.loader import load_workflow
 from devall_cli.node_paths import declared_path, unit_path
 from devall_cli.tools.manager import ToolManager
 from devall_cli.trace.recorder import NodeRecord, RunResult
 from devall_cli.trace.result import ordered_nodes
+from devall_cli.workflow.loader import load_workflow
 
 
 @pytest.mark.parametrize(

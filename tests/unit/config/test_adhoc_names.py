@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from devall_cli.config.adhoc import command_name
+from devall_cli.workflow.adhoc import command_name
 
 
 @pytest.mark.parametrize(

@@ -7,13 +7,13 @@ import sys
 import textwrap
 from pathlib import Path
 
-from devall_cli.config.loader import load_workflow, validate_workflow
 from devall_cli.memory.base import AUTO, EmbeddingConfig, MemoryRefConfig
 from devall_cli.memory.blackboard import BlackboardMemoryConfig
 from devall_cli.memory.file import FileMemoryConfig
 from devall_cli.memory.simple import SimpleMemoryConfig
 from devall_cli.thinking.base import ThinkingConfig
 from devall_cli.thinking.reflection import ReflectionConfig
+from devall_cli.workflow.loader import load_workflow, validate_workflow
 
 HEAD = """
 graph:
@@ -171,7 +171,7 @@ def test_validating_a_memory_workflow_loads_neither_numpy_nor_httpx(tmp_path: Pa
         "memories: [{name: notes}]\nthinking: {type: reflection, config: {reflection_prompt: x}}",
     )
     code = (
-        "import sys\nfrom devall_cli.config.loader import load_workflow\n"
+        "import sys\nfrom devall_cli.workflow.loader import load_workflow\n"
         f"load_workflow({str(path)!r}, environ={{}})\n"
         "print(sorted(m for m in ('numpy', 'httpx') if m in sys.modules))\n"
     )

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from devall_cli import limits
-from devall_cli.config.answers import load_answers
 from devall_cli.errors import ConfigError
 from devall_cli.redaction import Redactor
+from devall_cli.workflow.answers import load_answers
 
 HUMANS = {"review", "outer/inner", "inner"}
 

@@ -15,9 +15,9 @@ from devall_cli.config.dynamic import (
     SplitConfig,
     json_path_steps,
 )
-from devall_cli.config.loader import load_workflow, validate_workflow
 from devall_cli.config.model import EdgeConfig
 from devall_cli.errors import ConfigIssue
+from devall_cli.workflow.loader import load_workflow, validate_workflow
 
 FLOW = """\
 graph:

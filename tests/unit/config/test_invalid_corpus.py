@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from devall_cli.config.loader import validate_workflow
+from devall_cli.workflow.loader import validate_workflow
 
 INVALID_DIR = Path(__file__).resolve().parents[2] / "data" / "invalid"
 FILES = sorted(INVALID_DIR.glob("*.yaml"))

@@ -14,14 +14,14 @@ import pytest
 from ruamel.yaml import YAML
 
 import devall_cli
-from devall_cli.config.json_schema import accepted_keys, workflow_schema
 from devall_cli.config.schema import KeySpec
-from devall_cli.config.tooling_registry import tooling_types
 from devall_cli.edges import CONDITION_TYPES, PROCESSOR_TYPES
 from devall_cli.memory.base import MEMORY_STORES
 from devall_cli.nodes import NODE_TYPES
 from devall_cli.providers.registry import PROVIDERS
 from devall_cli.thinking.base import THINKING_TYPES
+from devall_cli.tools.kinds.registry import tooling_types
+from devall_cli.workflow.json_schema import accepted_keys, workflow_schema
 
 ROOT = Path(__file__).resolve().parents[3]
 # A ChatDev checkout's yaml_instance/ folder to check the schema against, when one is at hand.

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from devall_cli.config.loader import load_workflow, mask_issue, validate_workflow
 from devall_cli.config.model import (
     AgentConfig,
     ConditionConfig,
@@ -23,6 +22,7 @@ from devall_cli.config.model import (
 )
 from devall_cli.errors import ConfigError, ConfigIssue
 from devall_cli.redaction import Redactor
+from devall_cli.workflow.loader import load_workflow, mask_issue, validate_workflow
 
 
 def write(folder: Path, text: str, name: str = "flow.yaml") -> Path:
@@ -350,7 +350,7 @@ def test_legacy_mcp_with_command_suggests_mcp_local(tmp_path: Path) -> None:
 
 
 def test_a_new_tooling_type_plugs_in_through_the_registry(tmp_path: Path) -> None:
-    from devall_cli.config import tooling_registry
+    from devall_cli.tools.kinds import registry as tooling_registry
 
     def parse(ck, config, path):  # type: ignore[no-untyped-def]
         return McpRemoteConfig(server=f"http://127.0.0.1/{config['name']}")

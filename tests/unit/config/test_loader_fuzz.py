@@ -16,9 +16,9 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from devall_cli.config.loader import load_workflow, validate_workflow
 from devall_cli.config.yaml_source import load_source
 from devall_cli.errors import ConfigError
+from devall_cli.workflow.loader import load_workflow, validate_workflow
 from tests.unit.config.hostile_files import REPO_ROOT, mutated_files
 
 VALID: dict[str, Any] = {

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from devall_cli.config import yaml_tree
-from devall_cli.config.loader import load_workflow, validate_workflow
 from devall_cli.config.yaml_source import MAX_LINE_CHARS, load_source
 from devall_cli.errors import ConfigError, ConfigIssue
+from devall_cli.workflow.loader import load_workflow, validate_workflow
 from tests.unit.config.hostile_files import (
     CASES,
     GRAPH,

@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from devall_cli.config.loader import load_workflow, validate_workflow
 from devall_cli.config.model import AgentConfig, McpRemoteConfig
-from devall_cli.config.oauth import OAuthConfig, signing_algorithm
 from devall_cli.errors import ConfigIssue
+from devall_cli.tools.kinds.oauth_settings import OAuthConfig, signing_algorithm
+from devall_cli.workflow.loader import load_workflow, validate_workflow
 
 
 def write(folder: Path, auth: Any, **remote: Any) -> Path:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from devall_cli.config.loader import validate_workflow
+from devall_cli.workflow.loader import validate_workflow
 
 
 def errors(tmp_path: Path, text: str) -> list[tuple[str, str]]:

@@ -8,12 +8,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from devall_cli.config.loader import validate_workflow
 from devall_cli.config.model import EdgeConfig, Workflow
 from devall_cli.edges import CONDITION_TYPES, PROCESSOR_TYPES
 from devall_cli.engine.edge_env import WorkflowEdgeEnv
 from devall_cli.errors import ConfigIssue
 from devall_cli.messages import USER, Message
+from devall_cli.workflow.loader import validate_workflow
 
 
 def write(path: Path, text: str) -> Path:

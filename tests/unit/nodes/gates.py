@@ -6,11 +6,11 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from devall_cli.config.loader import validate_workflow
 from devall_cli.config.model import NodeConfig
 from devall_cli.errors import ConfigIssue
 from devall_cli.messages import USER, Message
 from devall_cli.nodes import NODE_TYPES, NodeRun
+from devall_cli.workflow.loader import validate_workflow
 
 FLOW = """\
 graph:

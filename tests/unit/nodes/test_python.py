@@ -272,8 +272,8 @@ async def test_cancelling_the_visit_kills_the_script(tmp_path: Path) -> None:
 
 
 def test_config_defaults_and_chatdevs_lenient_forms(tmp_path: Path) -> None:
-    from devall_cli.config.loader import load_workflow
     from devall_cli.nodes import NODE_TYPES
+    from devall_cli.workflow.loader import load_workflow
 
     (tmp_path / "flow.yaml").write_text(
         textwrap.dedent(

@@ -11,9 +11,8 @@ from typing import Any
 import mcp_types
 import pytest
 
-from devall_cli.config.loader import load_workflow, validate_workflow
-from devall_cli.config.mcp_client import McpClientConfig, RootConfig
 from devall_cli.tools.base import ElicitationRequest
+from devall_cli.tools.kinds.client_settings import McpClientConfig, RootConfig
 from devall_cli.tools.mcp_requests import (
     CallClock,
     ServerRequests,
@@ -22,6 +21,7 @@ from devall_cli.tools.mcp_requests import (
     schema_defaults,
 )
 from devall_cli.tools.mcp_sampling import SamplingRefused, sampling_request
+from devall_cli.workflow.loader import load_workflow, validate_workflow
 
 FORM = {
     "type": "object",

@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from devall_cli import limits
-from devall_cli.config.loader import mask_issue
 from devall_cli.config.schema import describe, scalar_text
 from devall_cli.config.yaml_source import SourceDocument, key_text, parse_source
 from devall_cli.errors import ConfigError, ConfigIssue
 from devall_cli.nodes.human_input import ANY_NODE, Answers
 from devall_cli.redaction import Redactor
 from devall_cli.text import clean_text, suggest
+from devall_cli.workflow.loader import mask_issue
 
 WHAT = "answers file"
 

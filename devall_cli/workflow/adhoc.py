@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from devall_cli.config.mcp_servers import load_servers_file
 from devall_cli.config.model import (
     AgentConfig,
     GraphConfig,
@@ -27,10 +26,11 @@ from devall_cli.config.model import (
     Workflow,
 )
 from devall_cli.config.schema import Checker
-from devall_cli.config.tooling_types import parse_mcp_local, parse_mcp_remote
 from devall_cli.config.yaml_source import SourceDocument
 from devall_cli.errors import UsageError
 from devall_cli.redaction import Redactor
+from devall_cli.tools.kinds.builtin import parse_mcp_local, parse_mcp_remote
+from devall_cli.tools.kinds.mcp_servers import load_servers_file
 
 # Which option each key of the tooling config came from, for usage errors.
 _OPTION_OF = {
@@ -166,7 +166,7 @@ def _option_message(path: str, message: str) -> str:
 
 
 def _fallback_name(tooling: ToolingConfig) -> str:
-    from devall_cli.config.tooling_registry import tooling_types
+    from devall_cli.tools.kinds.registry import tooling_types
 
     return tooling_types()[tooling.type].base_name(tooling.config)
 

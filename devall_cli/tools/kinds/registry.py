@@ -75,8 +75,8 @@ def register_tooling_type(tooling_type: ToolingType) -> None:
 def tooling_types() -> Mapping[str, ToolingType]:
     """Every registered tooling type by name (the built-in ones are always there)."""
     # The built-in types register themselves on import; importing here avoids an import cycle.
-    from devall_cli.config import mcp_config_tooling as _files  # noqa: F401
-    from devall_cli.config import tooling_types as _builtin  # noqa: F401
+    from devall_cli.tools.kinds import builtin as _builtin  # noqa: F401
+    from devall_cli.tools.kinds import mcp_config as _files  # noqa: F401
 
     return dict(_REGISTRY)
 

@@ -196,7 +196,7 @@ def within_limits(ck: Checker, path: KeyPath, scope: LoadScope) -> bool:
 
 def _read_subgraph_document(ck: Checker) -> GraphConfig | None:
     """A subgraph file: a whole workflow (`graph:` and `vars:`) or a bare graph."""
-    from devall_cli.config.graph_checks import parse_graph  # graph_checks reaches node types
+    from devall_cli.workflow.graph import parse_graph  # graph_checks reaches node types
 
     data: dict[str, Any] = ck.doc.data
     whole = "graph" in data

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from devall_cli.config.function_dirs import TOOLS, FunctionFolder, locate
-from devall_cli.config.mcp_client import CLIENT_KEYS, parse_client_config
 from devall_cli.config.model import (
     FunctionRef,
     FunctionToolingConfig,
@@ -16,7 +15,6 @@ from devall_cli.config.model import (
     McpRemoteConfig,
     frozen_mapping,
 )
-from devall_cli.config.oauth import OAuthConfig, parse_auth
 from devall_cli.config.placeholders import UNRESOLVED
 from devall_cli.config.schema import (
     Checker,
@@ -33,9 +31,11 @@ from devall_cli.config.schema import (
     opt_str_list,
     opt_str_map,
 )
-from devall_cli.config.tooling_registry import ToolingType, register_tooling_type
 from devall_cli.config.yaml_source import KeyPath
 from devall_cli.redaction import flag_secrets
+from devall_cli.tools.kinds.client_settings import CLIENT_KEYS, parse_client_config
+from devall_cli.tools.kinds.oauth_settings import OAuthConfig, parse_auth
+from devall_cli.tools.kinds.registry import ToolingType, register_tooling_type
 from devall_cli.tools.start_hints import local_start_hint, remote_start_hint
 
 if TYPE_CHECKING:

@@ -87,7 +87,7 @@ def ref(name: str) -> Schema:
 
 def workflow_schema() -> Schema:
     """The JSON Schema (draft 2020-12) of a workflow file."""
-    from devall_cli.config.includes import TOP_KEYS
+    from devall_cli.workflow.includes import TOP_KEYS
 
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -109,9 +109,9 @@ def _top_shapes() -> dict[str, Schema]:
 
 
 def _graph() -> Schema:
-    from devall_cli.config.graph_checks import _GRAPH_KEYS
     from devall_cli.memory.base import MEMORY_STORES
     from devall_cli.memory.config import _STORE_KEYS
+    from devall_cli.workflow.graph import _GRAPH_KEYS
 
     names = one_or_many({"type": "string"})
     stores = typed_block(
@@ -145,8 +145,8 @@ def _memory_shapes(spec: KeySpec) -> dict[str, Schema]:
 
 
 def _node() -> Schema:
-    from devall_cli.config.nodes import _NODE_KEYS
     from devall_cli.nodes import NODE_TYPES
+    from devall_cli.workflow.node_entry import _NODE_KEYS
 
     return typed_block(
         NODE_TYPES.all(),
@@ -209,13 +209,13 @@ def _subgraph_shapes() -> dict[str, Schema]:
 
 
 def _tooling_entry() -> Schema:
-    from devall_cli.config.tooling_registry import _ENTRY_KEYS, tooling_types
-    from devall_cli.config.tooling_types import _FUNCTION_REF_KEYS
+    from devall_cli.tools.kinds.builtin import _FUNCTION_REF_KEYS
+    from devall_cli.tools.kinds.registry import _ENTRY_KEYS, tooling_types
 
     function_ref = keys_object(_FUNCTION_REF_KEYS, strict=True)
 
-    from devall_cli.config.mcp_client import _ROOT_KEYS
-    from devall_cli.config.oauth import _KEYS as _AUTH_KEYS
+    from devall_cli.tools.kinds.client_settings import _ROOT_KEYS
+    from devall_cli.tools.kinds.oauth_settings import _KEYS as _AUTH_KEYS
 
     nested = {
         "tools": array_of(function_ref),
@@ -231,8 +231,8 @@ def _tooling_entry() -> Schema:
 
 
 def _edge() -> Schema:
-    from devall_cli.config.graph_checks import _EDGE_KEYS, _TYPED_KEYS
     from devall_cli.edges import CONDITION_TYPES, PROCESSOR_TYPES
+    from devall_cli.workflow.graph import _EDGE_KEYS, _TYPED_KEYS
 
     def config_of(kind: Any) -> Schema:
         return keys_object(kind.keys, strict=False)

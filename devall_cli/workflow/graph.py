@@ -15,7 +15,6 @@ from devall_cli.config.model import (
     NodeConfig,
     ProcessorConfig,
 )
-from devall_cli.config.nodes import parse_node
 from devall_cli.config.placeholders import UNRESOLVED
 from devall_cli.config.schema import (
     Checker,
@@ -33,6 +32,7 @@ from devall_cli.memory.base import MemoryRefConfig
 from devall_cli.memory.config import check_memory_refs, declared_names, parse_memory_list
 from devall_cli.nodes import NODE_TYPES
 from devall_cli.text import suggest
+from devall_cli.workflow.node_entry import parse_node
 
 _GRAPH_KEYS = KeySpec(
     known=frozenset(
