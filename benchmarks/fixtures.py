@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.core import REPO_ROOT
-from devall_cli.config.model import AgentConfig, ScriptedToolCall, ScriptedTurn, Workflow
+from devall_cli.config.model import Workflow
+from devall_cli.nodes.agent_settings import AgentConfig
+from devall_cli.providers.scripted import ScriptedToolCall, ScriptedTurn
 from devall_cli.workflow.loader import load_workflow
 from tests.servers.serve import FIXTURE_SERVER, ServerProcess
 

@@ -15,13 +15,20 @@ import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from devall_cli.config.function_catalog import Found, FunctionCatalog
 from devall_cli.config.function_dirs import FunctionFolder, tools_folder
 from devall_cli.config.function_loading import FunctionResolutionError, load_module, load_named
 from devall_cli.config.function_signature import CONTEXT_PARAM, describe, read_signature
-from devall_cli.config.model import FunctionRef
+
+
+class FunctionRef(Protocol):
+    """One entry of a function tooling's `tools` list (tools.kinds.settings.FunctionRef)."""
+
+    @property
+    def name(self) -> str: ...
+
 
 __all__ = [
     "FunctionInfo",

@@ -24,7 +24,7 @@ from devall_cli.redaction import is_secret_name, preview, url_credentials
 from devall_cli.text import suggest
 
 if TYPE_CHECKING:
-    from devall_cli.workflow.includes import LoadScope
+    from devall_cli.config.scope import LoadScope
 
 _TRUE_WORDS = frozenset({"true", "yes", "on"})
 _FALSE_WORDS = frozenset({"false", "no", "off"})

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from devall_cli.config.model import AgentConfig, Workflow
+from devall_cli.config.model import Workflow
 from devall_cli.engine.graph import (
     DEFAULT_MAX_STEPS,
     GraphOutcome,
@@ -23,6 +23,7 @@ from devall_cli.events import EventBus, RunFinishedEvent, RunStartedEvent
 from devall_cli.graphview.shape import shape_of, to_dict
 from devall_cli.memory.bank import MemoryContext
 from devall_cli.messages import task_messages
+from devall_cli.nodes.agent_settings import AgentConfig
 from devall_cli.nodes.base import ToolDispatcher
 from devall_cli.providers.base import Provider
 from devall_cli.redaction import Redactor

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from devall_cli.config.model import MemoryStoreConfig
 from devall_cli.events import (
     Event,
     MemoryLoadedEvent,
@@ -28,7 +29,6 @@ from devall_cli.memory.base import (
     MemoryItem,
     MemoryRefConfig,
     MemoryStore,
-    MemoryStoreConfig,
     StoreContext,
     WritePayload,
 )

@@ -37,16 +37,6 @@ class EmbeddingConfig:
 
 
 @dataclass(frozen=True)
-class MemoryStoreConfig:
-    """One entry of `graph.memory`: a named store of a registered type."""
-
-    name: str
-    type: str
-    config: Any  # the type's settings object
-    path: str = ""  # where it is declared: graph.memory[0]
-
-
-@dataclass(frozen=True)
 class MemoryRefConfig:
     """One entry of an agent's `memories`: which store, when it is read, whether written."""
 

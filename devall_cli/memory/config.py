@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from devall_cli.config.model import MemoryStoreConfig
 from devall_cli.config.placeholders import UNRESOLVED
 from devall_cli.config.schema import (
     Checker,
@@ -20,13 +21,7 @@ from devall_cli.config.schema import (
     opt_str,
 )
 from devall_cli.config.yaml_source import KeyPath, format_path
-from devall_cli.memory.base import (
-    AUTO,
-    MEMORY_STORES,
-    EmbeddingConfig,
-    MemoryRefConfig,
-    MemoryStoreConfig,
-)
+from devall_cli.memory.base import AUTO, MEMORY_STORES, EmbeddingConfig, MemoryRefConfig
 from devall_cli.text import suggest
 from devall_cli.thinking.base import STAGES
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
-from devall_cli.config.model import RESERVED_PARAMS, AgentConfig, ToolingConfig, frozen_mapping
+from devall_cli.config.model import frozen_mapping
 from devall_cli.config.placeholders import UNRESOLVED
 from devall_cli.config.schema import (
     Checker,
@@ -34,9 +34,10 @@ from devall_cli.messages import ASSISTANT, SYSTEM, USER, Message, input_sections
 from devall_cli.nodes.agent_calls import run_calls
 from devall_cli.nodes.agent_memory import AgentMemory
 from devall_cli.nodes.agent_sampling import NodeSampler
+from devall_cli.nodes.agent_settings import AgentConfig
 from devall_cli.nodes.agent_thinking import AgentThinking
 from devall_cli.nodes.base import NODE_TYPES, NodeRun, NodeType
-from devall_cli.providers.base import AssistantMessage, Provider
+from devall_cli.providers.base import RESERVED_PARAMS, AssistantMessage, Provider
 from devall_cli.providers.media import store_media
 from devall_cli.providers.registry import PROVIDERS, ProviderType
 from devall_cli.skills.config import parse_skills
@@ -45,6 +46,7 @@ from devall_cli.thinking.base import GEN, parse_thinking
 from devall_cli.tools.attachments import AttachmentStore
 from devall_cli.tools.base import Sampler, ToolSpec
 from devall_cli.tools.kinds.registry import parse_tooling
+from devall_cli.tools.kinds.settings import ToolingConfig
 from devall_cli.tools.normalize import render_for_model
 
 COMMON_KEYS = frozenset(

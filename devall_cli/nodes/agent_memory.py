@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from devall_cli.config.model import AgentConfig
 from devall_cli.memory.bank import MemoryBank
 from devall_cli.memory.base import MemoryRefConfig, Snapshot, WritePayload
 from devall_cli.messages import USER, input_sections
+from devall_cli.nodes.agent_settings import AgentConfig
 from devall_cli.nodes.base import NodeRun
 
 

@@ -14,7 +14,8 @@ import dataclasses
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from devall_cli.config.model import AgentConfig, frozen_mapping
+from devall_cli.config.model import frozen_mapping
+from devall_cli.nodes.agent_settings import AgentConfig
 from devall_cli.providers.base import AssistantMessage, Provider
 from devall_cli.tools.base import SamplingReply, SamplingRequest
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from devall_cli.config.model import AgentConfig
 from devall_cli.messages import USER, input_sections
 from devall_cli.nodes.agent_memory import AgentMemory
+from devall_cli.nodes.agent_settings import AgentConfig
 from devall_cli.nodes.base import NodeRun
 from devall_cli.thinking.base import POST_GEN, PRE_GEN, Thinker, ThinkingInput, make_thinker
 

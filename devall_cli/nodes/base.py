@@ -18,12 +18,13 @@ from devall_cli.kinds import Registry
 from devall_cli.messages import Message
 
 if TYPE_CHECKING:
-    from devall_cli.config.model import GraphConfig, NodeConfig, ToolingConfig
+    from devall_cli.config.model import GraphConfig, NodeConfig
     from devall_cli.events import Event
     from devall_cli.memory.bank import MemoryBank
     from devall_cli.memory.base import MemoryRefConfig
     from devall_cli.providers.base import Provider
     from devall_cli.tools.base import CallContext, ToolResult, ToolSpec
+    from devall_cli.tools.kinds.settings import ToolingConfig
 
 
 class ToolDispatcher(Protocol):

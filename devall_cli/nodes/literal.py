@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from devall_cli.config.model import LiteralConfig
 from devall_cli.config.placeholders import UNRESOLVED
 from devall_cli.config.schema import Checker, KeySpec, check_keys, describe, opt_str, scalar_text
 from devall_cli.config.yaml_source import KeyPath
 from devall_cli.messages import Message
 from devall_cli.nodes.base import NODE_TYPES, NodeRun, NodeType
+
+
+@dataclass(frozen=True)
+class LiteralConfig:
+    """`config` of a literal node."""
+
+    content: str
+    role: str = "user"
+
 
 KEYS = KeySpec(known=frozenset({"content", "role"}))
 

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from devall_cli.config.model import PassthroughConfig
 from devall_cli.config.schema import Checker, KeySpec, check_keys, opt_bool
 from devall_cli.config.yaml_source import KeyPath
 from devall_cli.messages import USER, Message
 from devall_cli.nodes.base import NODE_TYPES, NodeRun, NodeType
+
+
+@dataclass(frozen=True)
+class PassthroughConfig:
+    """`config` of a passthrough node."""
+
+    only_last_message: bool = True
+
 
 KEYS = KeySpec(known=frozenset({"only_last_message"}))
 

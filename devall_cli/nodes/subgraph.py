@@ -26,12 +26,13 @@ from devall_cli.config.schema import (
     get_mapping,
     opt_str,
 )
+from devall_cli.config.scope import LoadScope
 from devall_cli.config.yaml_source import KeyPath
 from devall_cli.errors import RunFailedError
 from devall_cli.messages import ASSISTANT, USER, Message
 from devall_cli.nodes.base import NODE_TYPES, NodeRun, NodeType
 from devall_cli.workflow.graph import parse_graph
-from devall_cli.workflow.includes import LoadScope, load_subgraph_file, within_limits
+from devall_cli.workflow.includes import load_subgraph_file, within_limits
 
 KEYS = KeySpec(known=frozenset({"type", "config"}), ignored=frozenset({"vars"}))
 _FILE_KEYS = KeySpec(known=frozenset({"path"}))

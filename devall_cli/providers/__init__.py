@@ -12,9 +12,8 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from devall_cli.config.model import AgentConfig
 from devall_cli.errors import ConfigError
-from devall_cli.providers.base import AssistantMessage, Provider, ToolCall, Usage
+from devall_cli.providers.base import AssistantMessage, ModelSettings, Provider, ToolCall, Usage
 from devall_cli.providers.registry import PROVIDERS, ProviderType
 from devall_cli.redaction import Redactor
 
@@ -33,7 +32,7 @@ __all__ = [
 
 
 def make_provider(
-    config: AgentConfig,
+    config: ModelSettings,
     *,
     environ: Mapping[str, str] | None = None,
     transport: httpx.AsyncBaseTransport | None = None,

@@ -10,11 +10,10 @@ from typing import TYPE_CHECKING, Any
 from devall_cli.providers.registry import PROVIDERS, ProviderType
 
 if TYPE_CHECKING:
-    from devall_cli.config.model import AgentConfig
-    from devall_cli.providers.base import Provider
+    from devall_cli.providers.base import ModelSettings, Provider
 
 
-def make_anthropic(config: AgentConfig, **options: Any) -> Provider:
+def make_anthropic(config: ModelSettings, **options: Any) -> Provider:
     """An AnthropicProvider (httpx is imported here, when a run needs it)."""
     from devall_cli.providers.anthropic_client import AnthropicProvider
 

@@ -16,9 +16,8 @@ from typing import Any
 
 import httpx
 
-from devall_cli.config.model import AgentConfig
 from devall_cli.providers.anthropic_messages import build_request, parse_answer
-from devall_cli.providers.base import AssistantMessage
+from devall_cli.providers.base import AssistantMessage, ModelSettings
 from devall_cli.providers.http_client import (
     ModelEndpoint,
     RetryTiming,
@@ -41,7 +40,7 @@ class AnthropicProvider:
 
     def __init__(
         self,
-        config: AgentConfig,
+        config: ModelSettings,
         *,
         environ: Mapping[str, str] | None = None,
         transport: httpx.AsyncBaseTransport | None = None,

@@ -15,8 +15,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from devall_cli.config.model import RESERVED_PARAMS
-from devall_cli.providers.base import AssistantMessage, ToolCall, Usage, dump_json, plain
+from devall_cli.providers.base import (
+    RESERVED_PARAMS,
+    AssistantMessage,
+    ToolCall,
+    Usage,
+    dump_json,
+    plain,
+)
 from devall_cli.providers.content import (
     NO_INPUT,
     ImagePart,

@@ -19,6 +19,22 @@ from devall_cli.tools.base import ToolSpec
 # the name Gemini's OpenAI-compatible endpoint uses for the same purpose.
 EXTRA_KEY = "extra_content"
 
+RESERVED_PARAMS = ("tool_loop_limit", "timeout", "retries", "max_result_chars")
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """What a provider needs to reach a model: the model-facing part of an agent's settings."""
+
+    provider: str  # the name of a registered provider
+    name: str
+    base_url: str | None = None
+    api_key: str | None = None
+    params: Mapping[str, Any] = EMPTY  # sent in the request body (reserved keys removed)
+    provider_config: Any = None  # what the provider parsed for itself (a scripted agent's turns)
+    timeout: float = 300.0
+    retries: int = 5
+
 
 @dataclass(frozen=True)
 class ToolCall:

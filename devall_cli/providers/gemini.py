@@ -9,15 +9,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from devall_cli.config.model import RESERVED_PARAMS
 from devall_cli.config.schema import Checker
 from devall_cli.config.yaml_source import KeyPath
-from devall_cli.providers.base import plain
+from devall_cli.providers.base import RESERVED_PARAMS, plain
 from devall_cli.providers.registry import PROVIDERS, ProviderType
 
 if TYPE_CHECKING:
-    from devall_cli.config.model import AgentConfig
-    from devall_cli.providers.base import Provider
+    from devall_cli.providers.base import ModelSettings, Provider
 
 # params key (snake_case as ChatDev writes it) -> generationConfig field
 GENERATION_FIELDS = {
@@ -118,7 +116,7 @@ def check_params(ck: Checker, config: dict[str, Any], path: KeyPath) -> None:
             )
 
 
-def make_gemini(config: AgentConfig, **options: Any) -> Provider:
+def make_gemini(config: ModelSettings, **options: Any) -> Provider:
     """A GeminiProvider (httpx is imported here, when a run needs it)."""
     from devall_cli.providers.gemini_client import GeminiProvider
 

@@ -18,8 +18,7 @@ from urllib.parse import quote
 
 import httpx
 
-from devall_cli.config.model import AgentConfig
-from devall_cli.providers.base import AssistantMessage
+from devall_cli.providers.base import AssistantMessage, ModelSettings
 from devall_cli.providers.gemini import request_fields
 from devall_cli.providers.gemini_messages import build_request, parse_answer
 from devall_cli.providers.http_client import (
@@ -44,7 +43,7 @@ class GeminiProvider:
 
     def __init__(
         self,
-        config: AgentConfig,
+        config: ModelSettings,
         *,
         environ: Mapping[str, str] | None = None,
         transport: httpx.AsyncBaseTransport | None = None,

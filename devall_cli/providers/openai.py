@@ -13,9 +13,10 @@ from typing import Any
 
 import httpx
 
-from devall_cli.config.model import RESERVED_PARAMS, AgentConfig
 from devall_cli.providers.base import (
+    RESERVED_PARAMS,
     AssistantMessage,
+    ModelSettings,
     ToolCall,
     Usage,
     content_text,
@@ -72,7 +73,7 @@ class OpenAIProvider:
 
     def __init__(
         self,
-        config: AgentConfig,
+        config: ModelSettings,
         *,
         environ: Mapping[str, str] | None = None,
         transport: httpx.AsyncBaseTransport | None = None,

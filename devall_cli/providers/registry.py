@@ -18,8 +18,7 @@ from devall_cli.kinds import Registry
 if TYPE_CHECKING:
     import httpx
 
-    from devall_cli.config.model import AgentConfig
-    from devall_cli.providers.base import Provider
+    from devall_cli.providers.base import ModelSettings, Provider
     from devall_cli.redaction import Redactor
 
 
@@ -28,7 +27,7 @@ class ProviderFactory:
 
     def __call__(
         self,
-        config: AgentConfig,
+        config: ModelSettings,
         *,
         environ: Mapping[str, str],
         redactor: Redactor,
@@ -50,7 +49,7 @@ class ProviderType:
     summary: str
     make: Callable[..., Provider]  # see ProviderFactory
     keys: frozenset[str] = frozenset()  # agent config keys only this provider reads
-    # Reads those keys into `AgentConfig.provider_config`; returns None after recording issues.
+    # Reads those keys into `ModelSettings.provider_config`; returns None after recording issues.
     parse: Callable[[Checker, dict[str, Any], KeyPath], Any] = _nothing
     name_required: bool = True  # whether the agent must name a model
     # Environment variables the provider takes its API key from when the agent sets none: their

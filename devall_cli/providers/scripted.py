@@ -8,18 +8,39 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
-from devall_cli.config.model import ScriptedToolCall, ScriptedTurn, frozen_mapping
+from devall_cli.config.model import EMPTY, frozen_mapping
 from devall_cli.config.placeholders import UNRESOLVED
 from devall_cli.config.schema import Checker, KeySpec, check_keys, describe, get_mapping, opt_str
 from devall_cli.config.yaml_source import KeyPath
-from devall_cli.providers.base import AssistantMessage, ToolCall, content_text, dump_json
+from devall_cli.providers.base import (
+    AssistantMessage,
+    ModelSettings,
+    ToolCall,
+    content_text,
+    dump_json,
+)
 from devall_cli.providers.registry import PROVIDERS, ProviderType
 from devall_cli.tools.base import ToolSpec
 
-if TYPE_CHECKING:
-    from devall_cli.config.model import AgentConfig
+
+@dataclass(frozen=True)
+class ScriptedToolCall:
+    """A tool call in a scripted turn."""
+
+    name: str
+    arguments: Mapping[str, Any] = EMPTY
+
+
+@dataclass(frozen=True)
+class ScriptedTurn:
+    """One assistant turn of the `scripted` provider."""
+
+    content: str | None = None
+    tool_calls: tuple[ScriptedToolCall, ...] = ()
+
 
 # One pass over the text, so a substituted value that itself contains `{input}` stays as it is;
 # any other brace is left untouched (str.format would choke on JSON in the content).
@@ -154,7 +175,7 @@ def _tool_calls(ck: Checker, raw: Any, path: KeyPath) -> tuple[ScriptedToolCall,
     return tuple(calls)
 
 
-def make_scripted(config: AgentConfig, **options: Any) -> ScriptedProvider:
+def make_scripted(config: ModelSettings, **options: Any) -> ScriptedProvider:
     """A provider replaying the agent's script from where the node's last visit left it."""
     state: dict[str, Any] | None = options.get("state")
     cursor = state.setdefault("script", {}) if state is not None else None

@@ -35,7 +35,7 @@ from devall_cli.config.functions import (
     read_type_hints,
     resolve_function_tools,
 )
-from devall_cli.config.model import EMPTY, FunctionToolingConfig
+from devall_cli.config.model import EMPTY
 from devall_cli.errors import ConfigError
 from devall_cli.tools.arguments import ArgumentChecker
 from devall_cli.tools.attachments import AttachmentStore
@@ -47,6 +47,7 @@ from devall_cli.tools.base import (
     TextBlock,
     ToolResult,
 )
+from devall_cli.tools.kinds.settings import FunctionToolingConfig
 from devall_cli.tools.normalize import normalize_value
 
 T = TypeVar("T")

@@ -19,7 +19,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from devall_cli.config.model import McpLocalConfig
 from devall_cli.errors import ConfigError, DevallError, ServerDiedError, ServerStartError
 from devall_cli.tools.attachments import AttachmentStore
 from devall_cli.tools.base import (
@@ -32,6 +31,7 @@ from devall_cli.tools.base import (
     ToolResult,
 )
 from devall_cli.tools.head_start import local_process
+from devall_cli.tools.kinds.settings import McpLocalConfig
 from devall_cli.tools.mcp_session import McpSessionSource
 from devall_cli.tools.stdio_process import EXIT_DRAIN, StdioProcess
 

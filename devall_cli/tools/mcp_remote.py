@@ -20,11 +20,11 @@ from urllib.parse import urlsplit
 import httpx2
 from fastmcp.client.transports import SSETransport, StreamableHttpTransport
 
-from devall_cli.config.model import McpRemoteConfig
 from devall_cli.errors import DevallError
 from devall_cli.text import clean_json_escapes
 from devall_cli.tools.attachments import AttachmentStore
 from devall_cli.tools.base import AuthCallback, AuthNotice, Elicitor, LogCallback, ToolEvents
+from devall_cli.tools.kinds.settings import McpRemoteConfig
 from devall_cli.tools.mcp_session import McpSessionSource
 
 if TYPE_CHECKING:

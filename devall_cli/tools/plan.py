@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from devall_cli.config.model import ToolingConfig, Workflow
+from devall_cli.config.model import Workflow
 from devall_cli.nodes.base import node_tooling, walk_nodes
 from devall_cli.tools.base import (
     AuthCallback,
@@ -19,6 +19,7 @@ from devall_cli.tools.base import (
     ToolSource,
 )
 from devall_cli.tools.kinds.registry import ToolingType, tooling_types
+from devall_cli.tools.kinds.settings import ToolingConfig
 
 
 def tooling_type(tooling: ToolingConfig) -> ToolingType:

@@ -11,8 +11,8 @@ import os
 import re
 from pathlib import PurePath
 
-from devall_cli.config.model import McpLocalConfig, McpRemoteConfig
 from devall_cli.errors import DevallError
+from devall_cli.tools.kinds.settings import McpLocalConfig, McpRemoteConfig
 
 _MISSING_MODULE = re.compile(r"No module named '([^']+)'")
 _MISSING_FILE = re.compile(r"can't open file|No such file or directory|ENOENT|Cannot find module")

@@ -16,18 +16,13 @@ from devall_cli.config.dotenv import load_dotenv_files
 from devall_cli.config.model import Workflow, frozen_mapping
 from devall_cli.config.placeholders import UNRESOLVED
 from devall_cli.config.schema import Checker, check_keys
+from devall_cli.config.scope import LoadScope
 from devall_cli.config.yaml_source import SourceDocument, cut_line, load_source
 from devall_cli.errors import ConfigError, ConfigIssue
 from devall_cli.providers.registry import environment_secrets
 from devall_cli.redaction import MASK, Redactor, masking
 from devall_cli.workflow.graph import parse_graph
-from devall_cli.workflow.includes import (
-    TOP_KEYS,
-    LoadScope,
-    check_version,
-    resolve_document,
-    vars_block,
-)
+from devall_cli.workflow.includes import TOP_KEYS, check_version, resolve_document, vars_block
 
 
 def load_workflow(

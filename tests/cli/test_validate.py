@@ -364,7 +364,7 @@ def test_remote_demo_names_the_missing_placeholders() -> None:
 
 
 def test_local_openai_defaults_model_and_base_url() -> None:
-    from devall_cli.config.model import AgentConfig
+    from devall_cli.nodes.agent_settings import AgentConfig
     from devall_cli.workflow.loader import load_workflow
 
     flow = load_workflow(WORKFLOWS / "local_openai.yaml", environ={"API_KEY": "sk-x-1234"})

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from devall_cli.config.model import McpLocalConfig, McpRemoteConfig
 from devall_cli.json_limits import MAX_INT_DIGITS, MAX_NESTING
 from devall_cli.tools.base import TextBlock
+from devall_cli.tools.kinds.settings import McpLocalConfig, McpRemoteConfig
 from devall_cli.tools.mcp_direct import DirectLocalSource
 from devall_cli.tools.mcp_local import LocalSource
 from devall_cli.tools.mcp_remote import RemoteSource

@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from devall_cli.config.model import McpLocalConfig, McpRemoteConfig
 from devall_cli.tools.attachments import AttachmentStore
 from devall_cli.tools.base import (
     AttachmentBlock,
@@ -29,6 +28,7 @@ from devall_cli.tools.base import (
     ToolResult,
 )
 from devall_cli.tools.kinds.client_settings import DEFAULT_CLIENT, McpClientConfig, RootConfig
+from devall_cli.tools.kinds.settings import McpLocalConfig, McpRemoteConfig
 from devall_cli.tools.mcp_direct import DirectLocalSource
 from devall_cli.tools.mcp_local import LocalSource
 from devall_cli.tools.mcp_remote import RemoteSource

@@ -9,9 +9,9 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
-from devall_cli.config.model import McpRemoteConfig
 from devall_cli.errors import ServerDiedError
 from devall_cli.tools.base import TextBlock, ToolResult
+from devall_cli.tools.kinds.settings import McpRemoteConfig
 from devall_cli.tools.mcp_remote import RemoteSource, uses_sse
 from tests.servers.serve import (
     FIXTURE_SERVER,

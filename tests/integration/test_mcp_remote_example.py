@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from devall_cli.config.model import McpRemoteConfig
 from devall_cli.tools.attachments import AttachmentStore
 from devall_cli.tools.base import AttachmentBlock, ResourceLinkBlock, TextBlock
+from devall_cli.tools.kinds.settings import McpRemoteConfig
 from devall_cli.tools.mcp_remote import RemoteSource
 from tests.servers.serve import EXAMPLE_SERVER, ServerProcess, server_env, wait_no_children
 

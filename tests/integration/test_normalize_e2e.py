@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 from fastmcp.client.transports import StdioTransport
 
-from devall_cli.config.model import McpRemoteConfig
 from devall_cli.tools.attachments import AttachmentStore
 from devall_cli.tools.base import (
     AttachmentBlock,
@@ -24,6 +23,7 @@ from devall_cli.tools.base import (
     TextBlock,
     ToolResult,
 )
+from devall_cli.tools.kinds.settings import McpRemoteConfig
 from devall_cli.tools.mcp_remote import RemoteSource
 from devall_cli.tools.mcp_session import McpSessionSource
 from devall_cli.tools.normalize import render_for_model

@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
-from devall_cli.config.model import McpLocalConfig
 from devall_cli.errors import ExitCode, ProtocolError
 from devall_cli.procs.process_groups import live_child_pids
 from devall_cli.tools.base import TextBlock, ToolResult
+from devall_cli.tools.kinds.settings import McpLocalConfig
 from devall_cli.tools.manager import ToolManager
 from devall_cli.tools.mcp_direct import DirectLocalSource
 from devall_cli.tools.mcp_local import LocalSource

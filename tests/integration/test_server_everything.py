@@ -24,9 +24,9 @@ from typing import Any
 
 import pytest
 
-from devall_cli.config.model import McpLocalConfig, McpRemoteConfig
 from devall_cli.tools.base import DataBlock, ResourceLinkBlock, TextBlock
 from devall_cli.tools.kinds.client_settings import McpClientConfig
+from devall_cli.tools.kinds.settings import McpLocalConfig, McpRemoteConfig
 from devall_cli.tools.mcp_direct import DirectLocalSource
 from devall_cli.tools.mcp_local import LocalSource
 from devall_cli.tools.mcp_remote import RemoteSource

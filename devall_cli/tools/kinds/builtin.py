@@ -8,13 +8,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from devall_cli.config.function_dirs import TOOLS, FunctionFolder, locate
-from devall_cli.config.model import (
-    FunctionRef,
-    FunctionToolingConfig,
-    McpLocalConfig,
-    McpRemoteConfig,
-    frozen_mapping,
-)
+from devall_cli.config.model import frozen_mapping
 from devall_cli.config.placeholders import UNRESOLVED
 from devall_cli.config.schema import (
     Checker,
@@ -36,6 +30,12 @@ from devall_cli.redaction import flag_secrets
 from devall_cli.tools.kinds.client_settings import CLIENT_KEYS, parse_client_config
 from devall_cli.tools.kinds.oauth_settings import OAuthConfig, parse_auth
 from devall_cli.tools.kinds.registry import ToolingType, register_tooling_type
+from devall_cli.tools.kinds.settings import (
+    FunctionRef,
+    FunctionToolingConfig,
+    McpLocalConfig,
+    McpRemoteConfig,
+)
 from devall_cli.tools.start_hints import local_start_hint, remote_start_hint
 
 if TYPE_CHECKING:

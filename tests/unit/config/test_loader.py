@@ -8,20 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from devall_cli.config.model import (
-    AgentConfig,
-    ConditionConfig,
-    FunctionCondition,
-    FunctionToolingConfig,
-    KeywordCondition,
-    LiteralConfig,
-    McpLocalConfig,
-    McpRemoteConfig,
-    PassthroughConfig,
-    Workflow,
-)
+from devall_cli.config.model import ConditionConfig, FunctionCondition, KeywordCondition, Workflow
 from devall_cli.errors import ConfigError, ConfigIssue
+from devall_cli.nodes.agent_settings import AgentConfig
+from devall_cli.nodes.literal import LiteralConfig
+from devall_cli.nodes.passthrough import PassthroughConfig
 from devall_cli.redaction import Redactor
+from devall_cli.tools.kinds.settings import FunctionToolingConfig, McpLocalConfig, McpRemoteConfig
 from devall_cli.workflow.loader import load_workflow, mask_issue, validate_workflow
 
 

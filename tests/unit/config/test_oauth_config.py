@@ -6,9 +6,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from devall_cli.config.model import AgentConfig, McpRemoteConfig
 from devall_cli.errors import ConfigIssue
+from devall_cli.nodes.agent_settings import AgentConfig
 from devall_cli.tools.kinds.oauth_settings import OAuthConfig, signing_algorithm
+from devall_cli.tools.kinds.settings import McpRemoteConfig
 from devall_cli.workflow.loader import load_workflow, validate_workflow
 
 

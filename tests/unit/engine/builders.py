@@ -7,20 +7,14 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from devall_cli.config.model import (
-    AgentConfig,
-    EdgeConfig,
-    GraphConfig,
-    LiteralConfig,
-    NodeConfig,
-    PassthroughConfig,
-    ScriptedToolCall,
-    ScriptedTurn,
-    Workflow,
-)
+from devall_cli.config.model import EdgeConfig, GraphConfig, NodeConfig, Workflow
 from devall_cli.events import Event, EventBus
 from devall_cli.messages import USER, Message
 from devall_cli.nodes import NODE_TYPES, NodeRun
+from devall_cli.nodes.agent_settings import AgentConfig
+from devall_cli.nodes.literal import LiteralConfig
+from devall_cli.nodes.passthrough import PassthroughConfig
+from devall_cli.providers.scripted import ScriptedToolCall, ScriptedTurn
 from devall_cli.redaction import Redactor
 from devall_cli.tools.base import TextBlock, ToolResult, ToolSpec
 

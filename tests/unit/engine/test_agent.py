@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from devall_cli.config.model import AgentConfig
 from devall_cli.errors import RunFailedError, ServerDiedError
 from devall_cli.events import (
     AttachmentSavedEvent,
@@ -18,6 +17,7 @@ from devall_cli.events import (
     ToolErrorEvent,
     ToolResultEvent,
 )
+from devall_cli.nodes.agent_settings import AgentConfig
 from devall_cli.providers import make_provider
 from devall_cli.providers.base import AssistantMessage, Provider, Usage, tool_call_from_json
 from devall_cli.tools.base import AttachmentBlock, ToolResult, ToolSpec

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from devall_cli.config.model import EdgeConfig, GraphConfig, NodeConfig
+from devall_cli.config.model import EdgeConfig, GraphConfig, MemoryStoreConfig, NodeConfig
 from devall_cli.config.schema import KeySpec
 from devall_cli.engine.graph import GraphRun, RunEnv
 from devall_cli.events import (
@@ -17,7 +17,7 @@ from devall_cli.events import (
     ToolResultEvent,
 )
 from devall_cli.memory.bank import MemoryBank, MemoryContext
-from devall_cli.memory.base import AUTO, MemoryRefConfig, MemoryStoreConfig
+from devall_cli.memory.base import AUTO, MemoryRefConfig
 from devall_cli.memory.blackboard import BlackboardMemoryConfig
 from devall_cli.messages import USER, Message, task_messages
 from devall_cli.nodes import NODE_TYPES, NodeRun, NodeType

@@ -10,11 +10,12 @@ from typing import Any
 
 import pytest
 
-from devall_cli.config.model import AgentConfig, Workflow
+from devall_cli.config.model import Workflow
 from devall_cli.engine.runner import RunResult, new_run_id, run_workflow
 from devall_cli.engine.session import RunSession
 from devall_cli.errors import ExitCode, RunFailedError, ServerStartError
 from devall_cli.events import EventBus, RunFinishedEvent, RunStartedEvent
+from devall_cli.nodes.agent_settings import AgentConfig
 from devall_cli.providers import make_provider
 from devall_cli.providers.base import Provider
 from devall_cli.tools.base import ToolResult

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from devall_cli.config.model import AgentConfig, frozen_mapping
+from devall_cli.config.model import frozen_mapping
+from devall_cli.nodes.agent_settings import AgentConfig
 from devall_cli.providers.openai import OpenAIProvider
 from tests.servers.fake_llm import fake_llm as fake_llm  # re-exported fixture
 

@@ -7,11 +7,11 @@ import sys
 
 import pytest
 
-from devall_cli.config.model import AgentConfig, ScriptedTurn
 from devall_cli.errors import ConfigError
+from devall_cli.nodes.agent_settings import AgentConfig
 from devall_cli.providers import make_provider
 from devall_cli.providers.openai import OpenAIProvider
-from devall_cli.providers.scripted import ScriptedProvider
+from devall_cli.providers.scripted import ScriptedProvider, ScriptedTurn
 from tests.conftest import REPO_ROOT
 from tests.servers.fake_llm import FakeLLM
 
@@ -56,10 +56,10 @@ def test_unknown_provider_is_a_config_error() -> None:
 def test_importing_providers_and_making_a_scripted_one_does_not_import_httpx() -> None:
     code = (
         "import sys\n"
-        "from devall_cli.config.model import AgentConfig\n"
+        "from devall_cli.providers.base import ModelSettings\n"
         "from devall_cli.providers import PROVIDERS, make_provider\n"
         "assert {'openai', 'gemini', 'anthropic', 'scripted'} <= set(PROVIDERS.names())\n"
-        "make_provider(AgentConfig(provider='scripted', name='s'))\n"
+        "make_provider(ModelSettings(provider='scripted', name='s'))\n"
         "print('httpx' in sys.modules)\n"
     )
     result = subprocess.run(

@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from devall_cli.config.model import AgentConfig, frozen_mapping
+from devall_cli.config.model import frozen_mapping
 from devall_cli.errors import ExitCode, LLMHTTPError, LLMUnreachableError
+from devall_cli.nodes.agent_settings import AgentConfig
 from devall_cli.providers import make_provider
 from devall_cli.providers.anthropic_client import AnthropicProvider, messages_url
 from devall_cli.providers.base import Provider

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import json
 
-from devall_cli.config.model import ScriptedToolCall, ScriptedTurn, frozen_mapping
-from devall_cli.providers.scripted import ScriptedProvider, fill_placeholders
+from devall_cli.config.model import frozen_mapping
+from devall_cli.providers.scripted import (
+    ScriptedProvider,
+    ScriptedToolCall,
+    ScriptedTurn,
+    fill_placeholders,
+)
 
 
 def conversation(*tool_results: str) -> list[dict[str, object]]:

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from devall_cli.config.function_dirs import tools_folder
-from devall_cli.config.model import FunctionRef, FunctionToolingConfig
 from devall_cli.errors import ConfigError
 from devall_cli.tools.attachments import AttachmentStore
 from devall_cli.tools.base import AttachmentBlock, TextBlock, ToolResult
 from devall_cli.tools.functions import FunctionSource
+from devall_cli.tools.kinds.settings import FunctionRef, FunctionToolingConfig
 from tests.conftest import DATA_DIR
 
 BASIC = DATA_DIR / "functions" / "basic"
