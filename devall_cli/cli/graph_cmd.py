@@ -69,11 +69,13 @@ def graph_command(
     (.svg, .dot/.gv, .mmd), SVG otherwise. The SVG is the drawing `devall report` shows.
     Placeholders that are not set (an API key, a server URL) do not stop the drawing.
     """
+    from devall_cli.engine.graph_shape import shape_of
     from devall_cli.graphview import render
 
     loaded = _load_for_drawing(workflow, var, env_file)
     chosen = fmt or (_BY_SUFFIX.get(out.suffix.lower(), GraphFormat.SVG) if out else None)
-    text = render(loaded, (chosen or GraphFormat.MERMAID).value)
+    shape = shape_of(loaded.graph, loaded.redactor.text)
+    text = render(shape, (chosen or GraphFormat.MERMAID).value)
     if out is None:
         write_product(text)
         return

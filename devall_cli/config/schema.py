@@ -24,7 +24,7 @@ from devall_cli.redaction import is_secret_name, preview, url_credentials
 from devall_cli.text import suggest
 
 if TYPE_CHECKING:
-    from devall_cli.config.scope import LoadScope
+    from devall_cli.config.scope import GraphReader, LoadScope
 
 _TRUE_WORDS = frozenset({"true", "yes", "on"})
 _FALSE_WORDS = frozenset({"false", "no", "off"})
@@ -51,6 +51,8 @@ class Checker:
         self._counts: dict[str, int] = {}
         # the file being read, the files including it and the vars it sees (subgraph files)
         self.scope: LoadScope | None = None
+        # the assembler's graph parser, for kinds that hold a graph (set when a graph is parsed)
+        self.graphs: GraphReader | None = None
         # What an unknown key is where the parser is: an error inside nodes and tooling entries
         # (a typo there silently drops a setting), a warning elsewhere (see `strict_keys`).
         self.unknown_key_severity = "warning"
@@ -71,6 +73,7 @@ class Checker:
         child.secrets = self.secrets
         child._counts = self._counts
         child.scope = scope
+        child.graphs = self.graphs
         child.unknown_key_severity = self.unknown_key_severity
         return child
 

@@ -10,11 +10,15 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+from devall_cli import limits
 from devall_cli.config.expansion import ExpansionBudget
-from devall_cli.config.model import EMPTY
-from devall_cli.config.yaml_source import SourceDocument
+from devall_cli.config.model import EMPTY, GraphConfig
+from devall_cli.config.yaml_source import KeyPath, SourceDocument
+
+if TYPE_CHECKING:
+    from devall_cli.config.schema import Checker
 
 
 @dataclass
@@ -81,3 +85,29 @@ class LoadScope:
             chain=(*self.chain, (file, display)),
             depth=self.depth + 1,
         )
+
+
+def within_limits(ck: Checker, path: KeyPath, scope: LoadScope) -> bool:
+    """Whether one more subgraph level fits; records the error when it does not."""
+    if scope.depth < limits.SUBGRAPH_DEPTH:
+        return True
+    ck.error(path, f"subgraphs are nested more than {limits.SUBGRAPH_DEPTH} levels deep")
+    return False
+
+
+class GraphReader(Protocol):
+    """How a kind that holds a graph (the subgraph node) reads one.
+
+    The workflow assembler hands its own parser to every checker it reads a graph with
+    (`Checker.graphs`), so the kind never imports the assembler.
+    """
+
+    def parse_graph(
+        self, ck: Checker, raw: Any, path: KeyPath, *, start_required: bool
+    ) -> GraphConfig | None:
+        """A graph block (inline), every problem recorded; None when unusable."""
+        ...
+
+    def load_file(self, ck: Checker, name: str, path: KeyPath) -> tuple[GraphConfig, str] | None:
+        """The graph of the workflow file `name` named at `path`: (graph, file as shown)."""
+        ...

@@ -17,10 +17,11 @@ from devall_cli.engine.graph import (
     ProviderFactory,
     RunEnv,
 )
+from devall_cli.engine.graph_shape import shape_of
 from devall_cli.engine.tool_events import BusToolEvents
 from devall_cli.errors import DevallError, ExitCode
 from devall_cli.events import EventBus, RunFinishedEvent, RunStartedEvent
-from devall_cli.graphview.shape import shape_of, to_dict
+from devall_cli.graphview.shape import to_dict
 from devall_cli.memory.bank import MemoryContext
 from devall_cli.messages import task_messages
 from devall_cli.nodes.agent_settings import AgentConfig

@@ -5,16 +5,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from devall_cli.config.model import Workflow
+    from devall_cli.graphview.shape import GraphShape
 
 FORMATS = ("mermaid", "svg", "dot")
 
 
-def render(workflow: Workflow, fmt: str) -> str:
-    """The workflow's graph as `mermaid`, `svg` (a standalone file) or `dot` text."""
-    from devall_cli.graphview.shape import shape_of
-
-    shape = shape_of(workflow.graph, workflow.redactor.text)
+def render(shape: GraphShape, fmt: str) -> str:
+    """A graph's shape as `mermaid`, `svg` (a standalone file) or `dot` text."""
     if fmt == "svg":
         from devall_cli.graphview.layout import layout
         from devall_cli.graphview.svg import render_svg

@@ -1,8 +1,8 @@
 """The shape of a workflow's graph: what a picture of it needs, as plain data.
 
-`shape_of` reads it from a loaded graph (subgraphs nested in their nodes, edge conditions by
-the label the trace uses); `to_dict`/`from_dict` carry it through `run.started` in
-events.jsonl, so a report draws the graph a run really used without reading the workflow again.
+`engine.graph_shape.shape_of` reads it from a loaded graph (asking the kinds); `to_dict` and
+`from_dict` carry it through `run.started` in events.jsonl, so a report draws the graph a run
+really used without reading the workflow again.
 `from_dict` accepts anything: what it cannot read is left out, never an error.
 """
 
@@ -12,8 +12,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
-
-from devall_cli.config.model import EdgeConfig, GraphConfig, NodeConfig
 
 Mask = Callable[[str], str]
 
@@ -56,32 +54,6 @@ class GraphShape:
         return next((node for node in self.nodes if node.id == node_id), None)
 
 
-def shape_of(graph: GraphConfig, mask: Mask = lambda text: text) -> GraphShape:
-    """The shape of a loaded graph; every text goes through `mask` (the workflow's secrets)."""
-    return GraphShape(
-        id=mask(graph.id or ""),
-        nodes=tuple(_node(node, mask) for node in graph.nodes),
-        edges=tuple(_edge(edge, mask) for edge in graph.edges),
-        start=graph.start,
-        end=graph.end,
-    )
-
-
-def _node(node: NodeConfig, mask: Mask) -> ShapeNode:
-    from devall_cli.nodes.base import NODE_TYPES
-
-    kind = NODE_TYPES.get(node.type)
-    details = kind.details(node.config) if kind is not None else {}
-    children = kind.subgraphs(node.config) if kind is not None else ()
-    return ShapeNode(
-        id=node.id,
-        type=node.type,
-        detail=mask(node_detail(details)),
-        description=mask(node.description or ""),
-        graph=shape_of(children[0], mask) if children else None,
-    )
-
-
 def node_detail(details: Mapping[str, Any]) -> str:
     """One short line from a node type's details: the model, the subgraph file, the limit."""
     if "model" in details:
@@ -95,31 +67,6 @@ def node_detail(details: Mapping[str, Any]) -> str:
     if "max_duration" in details:
         return f"max {details['max_duration']} {details.get('duration_unit', '')}".strip()
     return ""
-
-
-def _edge(edge: EdgeConfig, mask: Mask) -> ShapeEdge:
-    from devall_cli.config.dynamic import describe_split
-    from devall_cli.edges.base import CONDITION_TYPES, PROCESSOR_TYPES
-
-    label = ""
-    if not edge.condition.always:
-        kind = CONDITION_TYPES.get(edge.condition.type)
-        label = (kind.label(edge.condition.config) if kind else "") or edge.condition.type
-    notes: list[str] = []
-    if edge.dynamic is not None:
-        notes.append(f"{edge.dynamic.type} over {describe_split(edge.dynamic.split)}")
-    if edge.process is not None:
-        processor = PROCESSOR_TYPES.get(edge.process.type)
-        text = (processor.label(edge.process.config) if processor else "") or edge.process.type
-        notes.append(f"process {text}")
-    return ShapeEdge(
-        source=edge.source,
-        target=edge.target,
-        label=mask(label),
-        trigger=edge.trigger,
-        carry_data=edge.carry_data,
-        notes=tuple(mask(note) for note in notes),
-    )
 
 
 # --- to and from JSON ------------------------------------------------------------------------

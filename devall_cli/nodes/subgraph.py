@@ -1,7 +1,7 @@
 """`subgraph`: runs another graph, written inline or kept in a workflow file, as one node.
 
 `config: {type: config, config: <graph>}` holds the graph inline; `config: {type: file, config:
-{path: FILE}}` names a workflow file (see `config/includes.py` for where it is looked up and how
+{path: FILE}}` names a workflow file (see `workflow/includes.py` for where it is looked up and how
 its `vars` combine with the including file's). The child graph is built and checked when the
 workflow loads, so `devall validate` reports its problems in the child file, and its tooling is
 planned with the parent's: one set of servers and one redactor for the whole run.
@@ -26,13 +26,11 @@ from devall_cli.config.schema import (
     get_mapping,
     opt_str,
 )
-from devall_cli.config.scope import LoadScope
+from devall_cli.config.scope import GraphReader, LoadScope, within_limits
 from devall_cli.config.yaml_source import KeyPath
 from devall_cli.errors import RunFailedError
 from devall_cli.messages import ASSISTANT, USER, Message
 from devall_cli.nodes.base import NODE_TYPES, NodeRun, NodeType
-from devall_cli.workflow.graph import parse_graph
-from devall_cli.workflow.includes import load_subgraph_file, within_limits
 
 KEYS = KeySpec(known=frozenset({"type", "config"}), ignored=frozenset({"vars"}))
 _FILE_KEYS = KeySpec(known=frozenset({"path"}))
@@ -102,6 +100,13 @@ def _scope(ck: Checker) -> LoadScope:
     return ck.scope
 
 
+def _graphs(ck: Checker) -> GraphReader:
+    """The graph parser the assembler handed over (it parses every graph a node sits in)."""
+    if ck.graphs is None:  # a node entry parsed outside any graph; a programming error
+        raise RuntimeError("a subgraph node is parsed by the workflow assembler's graph parser")
+    return ck.graphs
+
+
 def _inline(ck: Checker, body: dict[str, Any], path: KeyPath) -> GraphConfig | None:
     """An inline graph: the keys of a workflow's `graph`; without `start`, its entry nodes."""
     scope = _scope(ck)
@@ -109,7 +114,7 @@ def _inline(ck: Checker, body: dict[str, Any], path: KeyPath) -> GraphConfig | N
         return None
     ck.scope = scope.nested()
     try:
-        return parse_graph(ck, body, path, start_required=False)
+        return _graphs(ck).parse_graph(ck, body, path, start_required=False)
     finally:
         ck.scope = scope
 
@@ -121,7 +126,7 @@ def _file(ck: Checker, body: dict[str, Any], path: KeyPath) -> SubgraphConfig | 
     if name is None:
         return None
     _scope(ck)
-    loaded = load_subgraph_file(ck, name.strip(), (*path, "path"))
+    loaded = _graphs(ck).load_file(ck, name.strip(), (*path, "path"))
     if loaded is None:
         return None
     graph, shown = loaded

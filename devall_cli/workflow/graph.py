@@ -84,8 +84,27 @@ def parse_graph(
     Without `start_required` (an inline subgraph), a missing `start` means every node that no
     edge leads to. Unknown keys are warnings here, errors inside nodes (`parse_node`).
     """
+    if ck.graphs is None:
+        ck.graphs = READER  # a subgraph node parses its child graph with this very parser
     with ck.strict_keys(False):
         return _parse_graph(ck, raw, path, start_required=start_required)
+
+
+class _AssemblerGraphs:
+    """The assembler's graph parser and subgraph-file loader, as `config.scope.GraphReader`."""
+
+    def parse_graph(
+        self, ck: Checker, raw: Any, path: KeyPath, *, start_required: bool
+    ) -> GraphConfig | None:
+        return parse_graph(ck, raw, path, start_required=start_required)
+
+    def load_file(self, ck: Checker, name: str, path: KeyPath) -> tuple[GraphConfig, str] | None:
+        from devall_cli.workflow.includes import load_subgraph_file
+
+        return load_subgraph_file(ck, name, path)
+
+
+READER = _AssemblerGraphs()
 
 
 def _parse_graph(

@@ -19,7 +19,7 @@ from devall_cli import limits
 from devall_cli.config.model import GraphConfig
 from devall_cli.config.placeholders import UNRESOLVED, PlaceholderResolver
 from devall_cli.config.schema import Checker, KeySpec, check_keys, describe
-from devall_cli.config.scope import LoadBudget, LoadScope
+from devall_cli.config.scope import LoadBudget, LoadScope, within_limits
 from devall_cli.config.yaml_source import KeyPath, SourceDocument, load_source
 from devall_cli.errors import ConfigError, ConfigIssue
 from devall_cli.redaction import Redactor, masking
@@ -120,17 +120,9 @@ def _over(budget: LoadBudget) -> str | None:
     return None
 
 
-def within_limits(ck: Checker, path: KeyPath, scope: LoadScope) -> bool:
-    """Whether one more subgraph level fits; records the error when it does not."""
-    if scope.depth < limits.SUBGRAPH_DEPTH:
-        return True
-    ck.error(path, f"subgraphs are nested more than {limits.SUBGRAPH_DEPTH} levels deep")
-    return False
-
-
 def _read_subgraph_document(ck: Checker) -> GraphConfig | None:
     """A subgraph file: a whole workflow (`graph:` and `vars:`) or a bare graph."""
-    from devall_cli.workflow.graph import parse_graph  # graph_checks reaches node types
+    from devall_cli.workflow.graph import parse_graph  # the graph parser reaches node types
 
     data: dict[str, Any] = ck.doc.data
     whole = "graph" in data

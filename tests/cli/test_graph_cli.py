@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from devall_cli.graphview.shape import shape_of, walk
+from devall_cli.engine.graph_shape import shape_of
+from devall_cli.graphview.shape import walk
 from devall_cli.workflow.loader import load_workflow
 from tests.cli.flows import edge, invoke, scripted, write_flow
 from tests.conftest import REPO_ROOT
