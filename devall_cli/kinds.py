@@ -1,5 +1,5 @@
 """One registry per kind of pluggable thing: node types, providers, tooling types, edge
-condition types and edge processors.
+condition types and edge processors, memory stores, thinking types.
 
 Each kind is a descriptor object (a frozen dataclass with at least `name` and `summary`) that
 owns its parsing, validation, description and runtime. A module registers its descriptor with
@@ -47,6 +47,10 @@ class Registry(Generic[K]):
         """Add (or replace) a descriptor; returns it, so modules can keep a name for it."""
         self._kinds[kind.name] = kind
         return kind
+
+    def unregister(self, name: str) -> None:
+        """Remove a descriptor (no error if there is none): a test's own kind, after the test."""
+        self._kinds.pop(name, None)
 
     def get(self, name: str) -> K | None:
         """The descriptor called `name`, or None."""

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
+from devall_cli.config.json_shapes import Schema, keys_object, typed_block
 from devall_cli.config.placeholders import UNRESOLVED
 from devall_cli.config.schema import (
     Checker,
@@ -313,3 +314,18 @@ def check_agreement(ck: Checker, edges: Sequence[tuple[EdgeConfig, KeyPath]]) ->
                 f"edge from '{seen[0].source}' ({format_path(seen[1])}) in "
                 + "; ".join(differences),
             )
+
+
+def dynamic_shape() -> Schema:
+    """The schema of an edge's `dynamic` block (`devall schema`)."""
+    split_configs: dict[str, Schema] = {
+        "message": {"type": ["object", "null"]},
+        "regex": keys_object(_REGEX_KEYS, strict=False),
+        "json_path": keys_object(_JSON_PATH_KEYS, strict=False),
+    }
+    split = typed_block(split_configs, lambda schema: schema, _SPLIT_KEYS, strict=False)
+    del split["required"]  # no type: one unit per message
+    modes = {mode: keys_object(spec, strict=False) for mode, spec in _MODE_KEYS.items()}
+    return typed_block(
+        modes, lambda schema: schema, _DYNAMIC_KEYS, strict=False, extra={"split": split}
+    )

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from devall_cli.config.json_shapes import Schema, no_shapes
 from devall_cli.config.schema import Checker, KeySpec
 from devall_cli.config.yaml_source import KeyPath
 from devall_cli.kinds import Registry
@@ -42,6 +43,7 @@ class ConditionType:
     parse: Callable[[Checker, dict[str, Any], KeyPath], Any]  # settings, None after issues
     build: Callable[[Any, EdgeEnv], Condition]
     label: Callable[[Any], str] = lambda settings: ""  # how the trace and graphs name it
+    shapes: Callable[[], dict[str, Schema]] = no_shapes  # `devall schema`: nested blocks
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,7 @@ class ProcessorType:
     parse: Callable[[Checker, dict[str, Any], KeyPath], Any]
     build: Callable[[Any, EdgeEnv], Processor]
     label: Callable[[Any], str] = lambda settings: ""
+    shapes: Callable[[], dict[str, Schema]] = no_shapes  # `devall schema`: nested blocks
 
 
 # Every module of this package is imported on first use: a new condition or processor type is

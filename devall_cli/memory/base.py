@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from devall_cli.config.json_shapes import Schema, no_shapes
 from devall_cli.config.schema import Checker, KeySpec
 from devall_cli.config.yaml_source import KeyPath
 from devall_cli.kinds import Registry
@@ -184,6 +185,7 @@ class MemoryStoreType:
     parse: Callable[[Checker, dict[str, Any], KeyPath], Any]  # settings, or None after errors
     build: Callable[[Any, StoreContext], MemoryStore]
     config_required: bool = False  # True: `config` must be given (it has required keys)
+    shapes: Callable[[], dict[str, Schema]] = no_shapes  # `devall schema`: nested blocks
 
 
 MEMORY_STORES: Registry[MemoryStoreType] = Registry(

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from devall_cli.config.json_shapes import Schema, array_of, keys_object
 from devall_cli.config.model import MemoryStoreConfig
 from devall_cli.config.placeholders import UNRESOLVED
 from devall_cli.config.schema import (
@@ -25,7 +26,7 @@ from devall_cli.memory.base import AUTO, MEMORY_STORES, EmbeddingConfig, MemoryR
 from devall_cli.text import suggest
 from devall_cli.thinking.base import STAGES
 
-_STORE_KEYS = KeySpec(known=frozenset({"name", "type", "config"}))
+STORE_KEYS = KeySpec(known=frozenset({"name", "type", "config"}))
 _REF_KEYS = KeySpec(
     known=frozenset({"name", "retrieve_stage", "top_k", "similarity_threshold", "read", "write"})
 )
@@ -66,7 +67,7 @@ def _store(ck: Checker, raw: Any, path: KeyPath) -> MemoryStoreConfig | None:
     entry = get_mapping(ck, raw, path, "a memory store")
     if entry is None:
         return None
-    check_keys(ck, entry, path, _STORE_KEYS)
+    check_keys(ck, entry, path, STORE_KEYS)
     name = opt_str(ck, entry, "name", path, required=True)
     type_name = opt_str(ck, entry, "type", path, required=True)
     kind = MEMORY_STORES.get(type_name.strip()) if type_name is not None else None
@@ -241,3 +242,13 @@ def check_memory_refs(ck: Checker, refs: Iterable[MemoryRefConfig], names: Seque
             message += f"; did you mean '{guess}'?" if guess else ""
         ck.error((*ref.key_path, "name"), message)
 
+
+def embedding_shape() -> Schema:
+    """The schema of a store's `embedding` block (`devall schema`)."""
+    params = keys_object(_EMBEDDING_PARAMS, strict=False)
+    return keys_object(_EMBEDDING_KEYS, strict=False, shapes={"params": params})
+
+
+def memory_refs_shape() -> Schema:
+    """The schema of an agent's `memories` list (`devall schema`)."""
+    return array_of(keys_object(_REF_KEYS, strict=True))

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from devall_cli import limits
+from devall_cli.config.json_shapes import Schema, array_of, keys_object
 from devall_cli.config.placeholders import UNRESOLVED
 from devall_cli.config.schema import (
     Checker,
@@ -38,7 +39,7 @@ from devall_cli.memory.base import (
     StoreContext,
     WritePayload,
 )
-from devall_cli.memory.config import memory_path, parse_embedding
+from devall_cli.memory.config import embedding_shape, memory_path, parse_embedding
 from devall_cli.memory.files import read_memory_file, unreadable_error, write_memory_file
 
 CHUNK_SIZE = 500
@@ -294,6 +295,13 @@ def _build(settings: Any, context: StoreContext) -> MemoryStore:
     return FileMemory(settings, context)
 
 
+def _shapes() -> dict[str, Schema]:
+    return {
+        "embedding": embedding_shape(),
+        "file_sources": array_of(keys_object(_SOURCE_KEYS, strict=False)),
+    }
+
+
 FILE = MEMORY_STORES.register(
     MemoryStoreType(
         "file",
@@ -302,5 +310,6 @@ FILE = MEMORY_STORES.register(
         parse_file_memory,
         _build,
         config_required=True,
+        shapes=_shapes,
     )
 )

@@ -26,7 +26,7 @@ from devall_cli.memory.base import (
     StoreContext,
     WritePayload,
 )
-from devall_cli.memory.config import memory_path, parse_embedding
+from devall_cli.memory.config import embedding_shape, memory_path, parse_embedding
 from devall_cli.memory.list_store import ListStore
 from devall_cli.memory.text import (
     MIN_CONTENT,
@@ -133,5 +133,6 @@ SIMPLE = MEMORY_STORES.register(
         KeySpec(known=frozenset({"memory_path", "embedding"})),
         parse_simple,
         _build,
+        shapes=lambda: {"embedding": embedding_shape()},
     )
 )

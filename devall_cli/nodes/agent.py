@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
+from devall_cli.config.json_shapes import Schema, array_of, ref
 from devall_cli.config.model import frozen_mapping
 from devall_cli.config.placeholders import UNRESOLVED
 from devall_cli.config.schema import (
@@ -29,7 +30,7 @@ from devall_cli.config.yaml_source import KeyPath
 from devall_cli.errors import RunFailedError
 from devall_cli.events import AttachmentSavedEvent, ModelReplyEvent, ModelRequestEvent
 from devall_cli.memory.base import MemoryRefConfig
-from devall_cli.memory.config import parse_memory_refs
+from devall_cli.memory.config import memory_refs_shape, parse_memory_refs
 from devall_cli.messages import ASSISTANT, SYSTEM, USER, Message, input_sections
 from devall_cli.nodes.agent_calls import run_calls
 from devall_cli.nodes.agent_memory import AgentMemory
@@ -40,9 +41,9 @@ from devall_cli.nodes.base import NODE_TYPES, NodeRun, NodeType
 from devall_cli.providers.base import RESERVED_PARAMS, AssistantMessage, Provider
 from devall_cli.providers.media import store_media
 from devall_cli.providers.registry import PROVIDERS, ProviderType
-from devall_cli.skills.config import parse_skills
+from devall_cli.skills.config import parse_skills, skills_shape
 from devall_cli.skills.tools import SkillTools
-from devall_cli.thinking.base import GEN, parse_thinking
+from devall_cli.thinking.base import GEN, parse_thinking, thinking_shape
 from devall_cli.tools.attachments import AttachmentStore
 from devall_cli.tools.base import Sampler, ToolSpec
 from devall_cli.tools.kinds.registry import parse_tooling
@@ -382,6 +383,22 @@ def _ms(started: float) -> float:
     return round((time.monotonic() - started) * 1000, 3)
 
 
+def _shapes() -> dict[str, Schema]:
+    """The nested blocks of an agent's config, with those of every provider's own keys."""
+    shapes: dict[str, Schema] = {
+        "provider": {"enum": [*PROVIDERS.names(), None]},
+        "input_mode": {"enum": list(INPUT_MODES)},
+        "tooling": array_of(ref("tooling_entry")),
+        "params": {"type": "object"},
+        "thinking": thinking_shape(),
+        "memories": memory_refs_shape(),
+        "skills": skills_shape(),
+    }
+    for provider in PROVIDERS.all().values():
+        shapes.update(provider.shapes())
+    return shapes
+
+
 AGENT = NODE_TYPES.register(
     NodeType(
         "agent",
@@ -392,5 +409,6 @@ AGENT = NODE_TYPES.register(
         tooling=_tooling,
         details=_details,
         memory_refs=_memory_refs,
+        shapes=_shapes,
     )
 )

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from devall_cli.config.json_shapes import Schema, no_shapes
 from devall_cli.config.schema import Checker, KeySpec
 from devall_cli.config.yaml_source import KeyPath
 from devall_cli.kinds import Registry
@@ -111,6 +112,7 @@ class NodeType:
     details: Callable[[Any], dict[str, Any]] = _no_details  # extra fields for validate --json
     # The graph's memory stores a node uses (checked against `graph.memory` by the loader).
     memory_refs: Callable[[Any], tuple[MemoryRefConfig, ...]] = _no_memory_refs
+    shapes: Callable[[], dict[str, Schema]] = no_shapes  # `devall schema`: nested blocks
 
 
 def walk_nodes(graph: GraphConfig, prefix: str = "") -> Iterator[tuple[str, NodeConfig]]:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from devall_cli.config.json_shapes import Schema, keys_object, ref
 from devall_cli.config.model import GraphConfig
 from devall_cli.config.placeholders import UNRESOLVED
 from devall_cli.config.schema import (
@@ -155,6 +156,18 @@ def _details(config: SubgraphConfig) -> dict[str, Any]:
     return {"subgraph": "config"}
 
 
+def _shapes() -> dict[str, Schema]:
+    """`type` (file or config) and `config`: `{path}` for a file, else the graph itself."""
+    return {
+        "type": {"enum": list(SOURCES)},
+        "config": {
+            "if": {"required": ["path"]},
+            "then": keys_object(_FILE_KEYS, strict=True),
+            "else": ref("graph"),  # type: config, the subgraph's own graph
+        },
+    }
+
+
 SUBGRAPH = NODE_TYPES.register(
     NodeType(
         "subgraph",
@@ -164,5 +177,6 @@ SUBGRAPH = NODE_TYPES.register(
         run_subgraph,
         subgraphs=_subgraphs,
         details=_details,
+        shapes=_shapes,
     )
 )

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from devall_cli.config.json_shapes import Schema, no_shapes
 from devall_cli.config.schema import Checker
 from devall_cli.config.yaml_source import KeyPath
 from devall_cli.kinds import Registry
@@ -55,6 +56,8 @@ class ProviderType:
     # Environment variables the provider takes its API key from when the agent sets none: their
     # values are masked in every output, like the secrets the workflow names.
     secret_env: tuple[str, ...] = ()
+    # `devall schema`: the values of its own agent config keys that are nested blocks
+    shapes: Callable[[], dict[str, Schema]] = no_shapes
 
 
 PROVIDERS: Registry[ProviderType] = Registry(

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from devall_cli.config.json_shapes import Schema, array_of, keys_object
 from devall_cli.config.model import EMPTY, frozen_mapping
 from devall_cli.config.placeholders import UNRESOLVED
 from devall_cli.config.schema import Checker, KeySpec, check_keys, describe, get_mapping, opt_str
@@ -182,6 +183,14 @@ def make_scripted(config: ModelSettings, **options: Any) -> ScriptedProvider:
     return ScriptedProvider(config.provider_config or (), cursor)
 
 
+def _shapes() -> dict[str, Schema]:
+    """`script`: a list of turns, each a text or `{content, tool_calls}`."""
+    call = keys_object(_CALL_KEYS, strict=True)
+    turn = keys_object(_TURN_KEYS, strict=True, shapes={"tool_calls": array_of(call)})
+    text_turn: Schema = {"type": "string"}  # a turn that only answers
+    return {"script": array_of({"anyOf": [text_turn, turn]})}
+
+
 SCRIPTED = PROVIDERS.register(
     ProviderType(
         "scripted",
@@ -190,5 +199,6 @@ SCRIPTED = PROVIDERS.register(
         keys=frozenset({"script"}),
         parse=parse_script,
         name_required=False,
+        shapes=_shapes,
     )
 )

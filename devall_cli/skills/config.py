@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from devall_cli.config.json_shapes import Schema, array_of, keys_object
 from devall_cli.config.placeholders import UNRESOLVED
 from devall_cli.config.schema import Checker, KeySpec, check_keys, describe, get_mapping, opt_bool
 from devall_cli.config.yaml_source import KeyPath
@@ -90,3 +91,9 @@ def _check_discovery(
         message += f" (skills: {', '.join(names)})" if names else " (it holds no valid skill)"
         guess = suggest(name, names)
         ck.warning(where, f"{message}; did you mean '{guess}'?" if guess else message)
+
+
+def skills_shape() -> Schema:
+    """The schema of an agent's `skills` block (`devall schema`)."""
+    allow = array_of(keys_object(_ALLOW_KEYS, strict=True))
+    return keys_object(_SKILLS_KEYS, strict=True, shapes={"allow": allow})

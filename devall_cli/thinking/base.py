@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from devall_cli.config.json_shapes import Schema, keys_object, no_shapes, typed_block
 from devall_cli.config.placeholders import UNRESOLVED
 from devall_cli.config.schema import Checker, KeySpec, check_keys, get_mapping, opt_str
 from devall_cli.config.yaml_source import KeyPath
@@ -81,6 +82,7 @@ class ThinkingType:
     keys: KeySpec
     parse: Callable[[Checker, dict[str, Any], KeyPath], Any]  # settings, or None after errors
     make: Callable[[Any], Thinker]
+    shapes: Callable[[], dict[str, Schema]] = no_shapes  # `devall schema`: nested blocks
 
 
 THINKING_TYPES: Registry[ThinkingType] = Registry(
@@ -120,3 +122,13 @@ def make_thinker(config: ThinkingConfig) -> Thinker:
     if kind is None:  # the loader checked the type; a programming error otherwise
         raise KeyError(config.type)
     return kind.make(config.config)
+
+
+def thinking_shape() -> Schema:
+    """The schema of an agent's `thinking` block: `{type, config}` of a registered type."""
+    return typed_block(
+        THINKING_TYPES.all(),
+        lambda kind: keys_object(kind.keys, strict=True, shapes=kind.shapes()),
+        _THINKING_KEYS,
+        strict=True,
+    )

@@ -18,13 +18,13 @@ from devall_cli.tools.base import (
     ToolEvents,
     ToolSource,
 )
-from devall_cli.tools.kinds.registry import ToolingType, tooling_types
+from devall_cli.tools.kinds.registry import TOOLING_TYPES, ToolingType
 from devall_cli.tools.kinds.settings import ToolingConfig
 
 
 def tooling_type(tooling: ToolingConfig) -> ToolingType:
     """The descriptor of a tooling entry's type (the loader checked it exists)."""
-    return tooling_types()[tooling.type]
+    return TOOLING_TYPES.all()[tooling.type]
 
 
 @dataclass

@@ -161,9 +161,9 @@ def _option_message(path: str, message: str) -> str:
 
 
 def _fallback_name(tooling: ToolingConfig) -> str:
-    from devall_cli.tools.kinds.registry import tooling_types
+    from devall_cli.tools.kinds.registry import TOOLING_TYPES
 
-    return tooling_types()[tooling.type].base_name(tooling.config)
+    return TOOLING_TYPES.all()[tooling.type].base_name(tooling.config)
 
 
 def command_name(command: str, args: Sequence[str]) -> str:

@@ -34,7 +34,7 @@ from devall_cli.nodes import NODE_TYPES
 from devall_cli.text import suggest
 from devall_cli.workflow.node_entry import parse_node
 
-_GRAPH_KEYS = KeySpec(
+GRAPH_KEYS = KeySpec(
     known=frozenset(
         {
             "id",
@@ -53,7 +53,7 @@ _GRAPH_KEYS = KeySpec(
     ),
     unsupported={"handoffs": "handing off to another workflow"},
 )
-_EDGE_KEYS = KeySpec(
+EDGE_KEYS = KeySpec(
     known=frozenset(
         {
             "from",
@@ -69,7 +69,7 @@ _EDGE_KEYS = KeySpec(
         }
     ),
 )
-_TYPED_KEYS = KeySpec(known=frozenset({"type", "config"}))
+TYPED_KEYS = KeySpec(known=frozenset({"type", "config"}))
 # Messages about generated graphs of thousands of nodes stay readable and fast to build.
 _LISTED_IDS = 10  # node ids named after "which is not a node id"
 _SHOWN_CYCLE = 12  # nodes of a cycle written out in full
@@ -116,7 +116,7 @@ def _parse_graph(
     graph = get_mapping(ck, raw, path, "graph")
     if graph is None:
         return None
-    check_keys(ck, graph, path, _GRAPH_KEYS)
+    check_keys(ck, graph, path, GRAPH_KEYS)
     if graph.get("vars") not in (None, {}, UNRESOLVED):  # `vars: {}` is accepted, as ChatDev does
         ck.error((*path, "vars"), "vars belong at the top level of the file, not inside graph")
     graph_id = opt_str(ck, graph, "id", path)
@@ -321,7 +321,7 @@ def parse_edge(ck: Checker, raw: Any, path: KeyPath, ids: dict[str, int]) -> Edg
     edge = get_mapping(ck, raw, path, "an edge")
     if edge is None:
         return None
-    check_keys(ck, edge, path, _EDGE_KEYS)
+    check_keys(ck, edge, path, EDGE_KEYS)
     source = opt_str(ck, edge, "from", path, required=True)
     target = opt_str(ck, edge, "to", path, required=True)
     if source is not None and not _known_node(ck, source, (*path, "from"), ids, "from"):
@@ -400,7 +400,7 @@ def _typed_kind(
     block = get_mapping(ck, raw, path, what)
     if block is None:
         return None
-    check_keys(ck, block, path, _TYPED_KEYS)
+    check_keys(ck, block, path, TYPED_KEYS)
     name = opt_str(ck, block, "type", path, required=True)
     if name is None:
         return None

@@ -18,7 +18,7 @@ from devall_cli.config.schema import (
 from devall_cli.config.yaml_source import KeyPath, format_path
 from devall_cli.nodes import NODE_TYPES, NodeType
 
-_NODE_KEYS = KeySpec(
+NODE_KEYS = KeySpec(
     known=frozenset({"id", "type", "config", "description", "context_window", "log_output"}),
     # ChatDev's undocumented pre-seeded queues, and `dynamic`, which ChatDev reads on edges only
     ignored=frozenset({"input", "output", "dynamic"}),
@@ -39,7 +39,7 @@ def _parse_node(ck: Checker, raw: Any, path: KeyPath) -> NodeConfig | None:
     node = get_mapping(ck, raw, path, "a node")
     if node is None:
         return None
-    check_keys(ck, node, path, _NODE_KEYS)
+    check_keys(ck, node, path, NODE_KEYS)
     if node.get("dynamic") not in (None, UNRESOLVED):
         ck.warning(
             (*path, "dynamic"),

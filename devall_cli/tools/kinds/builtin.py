@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from devall_cli.config.function_dirs import TOOLS, FunctionFolder, locate
+from devall_cli.config.json_shapes import array_of, keys_object
 from devall_cli.config.model import frozen_mapping
 from devall_cli.config.placeholders import UNRESOLVED
 from devall_cli.config.schema import (
@@ -27,9 +28,9 @@ from devall_cli.config.schema import (
 )
 from devall_cli.config.yaml_source import KeyPath
 from devall_cli.redaction import flag_secrets
-from devall_cli.tools.kinds.client_settings import CLIENT_KEYS, parse_client_config
-from devall_cli.tools.kinds.oauth_settings import OAuthConfig, parse_auth
-from devall_cli.tools.kinds.registry import ToolingType, register_tooling_type
+from devall_cli.tools.kinds.client_settings import CLIENT_KEYS, client_shapes, parse_client_config
+from devall_cli.tools.kinds.oauth_settings import OAuthConfig, auth_shape, parse_auth
+from devall_cli.tools.kinds.registry import TOOLING_TYPES, ToolingType
 from devall_cli.tools.kinds.settings import (
     FunctionRef,
     FunctionToolingConfig,
@@ -351,7 +352,7 @@ def local_name(settings: McpLocalConfig) -> str:
     return PurePosixPath(scripts[-1]).stem if scripts else PurePosixPath(settings.command).name
 
 
-register_tooling_type(
+TOOLING_TYPES.register(
     ToolingType(
         "mcp_remote",
         parse_mcp_remote,
@@ -361,9 +362,10 @@ register_tooling_type(
         base_name=remote_name,
         cache_ttl=lambda settings: settings.cache_ttl,
         start_hint=remote_start_hint,
+        shapes=lambda: {**client_shapes(), "auth": auth_shape()},
     )
 )
-register_tooling_type(
+TOOLING_TYPES.register(
     ToolingType(
         "mcp_local",
         parse_mcp_local,
@@ -374,9 +376,10 @@ register_tooling_type(
         base_name=local_name,
         cache_ttl=lambda settings: settings.cache_ttl,
         start_hint=local_start_hint,
+        shapes=client_shapes,
     )
 )
-register_tooling_type(
+TOOLING_TYPES.register(
     ToolingType(
         "function",
         parse_function,
@@ -385,5 +388,6 @@ register_tooling_type(
         make_source=make_function_source,
         base_name=lambda settings: "functions",
         is_server=False,
+        shapes=lambda: {"tools": array_of(keys_object(_FUNCTION_REF_KEYS, strict=True))},
     )
 )

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from devall_cli.config.json_shapes import Schema, array_of, keys_object
 from devall_cli.config.placeholders import UNRESOLVED
 from devall_cli.config.schema import (
     Checker,
@@ -141,3 +142,9 @@ def _directory(ck: Checker, text: str, path: KeyPath) -> Path | None:
             return None
         text = unquote(parts.path)
     return (ck.file_dir / os.path.expanduser(text)).resolve()
+
+
+def client_shapes() -> dict[str, Schema]:
+    """The nested blocks of the client keys (`roots`), for `devall schema`."""
+    root = keys_object(_ROOT_KEYS, strict=True)
+    return {"roots": array_of({"anyOf": [{"type": "string"}, root]})}

@@ -23,7 +23,7 @@ from devall_cli.config.placeholders import value_text
 from devall_cli.config.schema import Checker, KeySpec, check_keys, opt_str, opt_str_list
 from devall_cli.config.yaml_source import KeyPath
 from devall_cli.tools.kinds.mcp_servers import read_servers_file
-from devall_cli.tools.kinds.registry import ToolingType, register_tooling_type
+from devall_cli.tools.kinds.registry import TOOLING_TYPES, ToolingType
 from devall_cli.tools.kinds.settings import ToolingConfig
 
 _KEYS = KeySpec(known=frozenset({"path", "servers"}))
@@ -100,7 +100,7 @@ def _base_name(settings: McpConfigSettings) -> str:
     return Path(settings.path).stem
 
 
-register_tooling_type(
+TOOLING_TYPES.register(
     ToolingType(
         "mcp_config",
         parse_mcp_config,

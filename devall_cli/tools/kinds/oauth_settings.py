@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from devall_cli.config.json_shapes import Schema, keys_object
 from devall_cli.config.placeholders import UNRESOLVED
 from devall_cli.config.schema import (
     Checker,
@@ -245,3 +246,8 @@ def _check_method(ck: Checker, settings: OAuthConfig, path: KeyPath) -> None:
         ck.error(here, f"token_endpoint_auth_method {method} needs client_secret")
     elif method == "none" and settings.grant == "client_credentials":
         ck.error(here, "grant client_credentials cannot use token_endpoint_auth_method none")
+
+
+def auth_shape() -> Schema:
+    """The schema of an `auth` block (`devall schema`)."""
+    return keys_object(_KEYS, strict=True)

@@ -13,9 +13,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from devall_cli.config.json_shapes import Schema, no_shapes
 from devall_cli.config.placeholders import UNRESOLVED
 from devall_cli.config.schema import Checker, KeySpec, check_keys, describe, get_mapping, opt_str
 from devall_cli.config.yaml_source import KeyPath, format_path
+from devall_cli.kinds import Registry
 from devall_cli.text import suggest
 from devall_cli.tools.kinds.settings import ToolingConfig
 
@@ -55,30 +57,21 @@ class ToolingType:
     expand: Callable[[ToolingConfig], tuple[ToolingConfig, ...]] | None = None
     # A process to spawn before the MCP client stack is imported (see tools/head_start.py).
     early_process: Callable[[str, Any, SourceContext], Any] | None = None
+    shapes: Callable[[], dict[str, Schema]] = no_shapes  # `devall schema`: nested blocks
 
 
-_REGISTRY: dict[str, ToolingType] = {}
+# The built-in types register themselves when first asked for (importing them here would form
+# an import cycle: they make sources with the tool layer, which plans with this module).
+TOOLING_TYPES: Registry[ToolingType] = Registry(
+    "tooling type", ("devall_cli.tools.kinds.builtin", "devall_cli.tools.kinds.mcp_config")
+)
 
-_ENTRY_KEYS = KeySpec(known=frozenset({"type", "prefix", "config"}))
+ENTRY_KEYS = KeySpec(known=frozenset({"type", "prefix", "config"}))
 _PREFIX = re.compile(r"[A-Za-z0-9_-]+")
 DUPLICATE_TOOL_MESSAGE = (
     "Duplicate tool name '{name}' detected. "
     "Please use a unique 'prefix' in your tooling configuration."
 )
-
-
-def register_tooling_type(tooling_type: ToolingType) -> None:
-    """Make a tooling type available to workflows (a later registration replaces an earlier one)."""
-    _REGISTRY[tooling_type.name] = tooling_type
-
-
-def tooling_types() -> Mapping[str, ToolingType]:
-    """Every registered tooling type by name (the built-in ones are always there)."""
-    # The built-in types register themselves on import; importing here avoids an import cycle.
-    from devall_cli.tools.kinds import builtin as _builtin  # noqa: F401
-    from devall_cli.tools.kinds import mcp_config as _files  # noqa: F401
-
-    return dict(_REGISTRY)
 
 
 def parse_tooling(ck: Checker, raw: Any, path: KeyPath) -> tuple[ToolingConfig, ...]:
@@ -111,7 +104,7 @@ def _parse_tooling_entry(ck: Checker, raw: Any, path: KeyPath) -> ToolingConfig 
     entry = get_mapping(ck, raw, path, "a tooling entry")
     if entry is None:
         return None
-    check_keys(ck, entry, path, _ENTRY_KEYS)
+    check_keys(ck, entry, path, ENTRY_KEYS)
     type_name = opt_str(ck, entry, "type", path, required=True)
     prefix = _prefix(ck, entry, path)
     if type_name is None:
@@ -148,7 +141,7 @@ def _prefix(ck: Checker, entry: Mapping[str, Any], path: KeyPath) -> str | None:
 def _lookup_type(
     ck: Checker, type_name: str, entry: Mapping[str, Any], path: KeyPath
 ) -> ToolingType | None:
-    registry = tooling_types()
+    registry = TOOLING_TYPES.all()
     if type_name in registry:
         return registry[type_name]
     here = (*path, "type")

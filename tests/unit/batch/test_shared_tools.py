@@ -68,7 +68,7 @@ class StubSource:
 @pytest.fixture(autouse=True)
 def stub_type() -> Iterator[None]:
     StubSource.starts, StubSource.closed = {}, []
-    tooling_registry.register_tooling_type(
+    tooling_registry.TOOLING_TYPES.register(
         tooling_registry.ToolingType(
             "stub_server",
             parse=lambda ck, raw, path: None,
@@ -76,7 +76,7 @@ def stub_type() -> Iterator[None]:
         )
     )
     yield
-    tooling_registry._REGISTRY.pop("stub_server", None)
+    tooling_registry.TOOLING_TYPES.unregister("stub_server")
 
 
 def plan(name: str, source_id: str = "stub", **settings: Any) -> SourcePlan:
@@ -145,7 +145,7 @@ async def test_results_are_saved_in_the_calling_tasks_run_directory(tmp_path: Pa
 
 async def test_tooling_without_a_server_stays_the_tasks_own(tmp_path: Path) -> None:
     pool = SharedSources(tmp_path)
-    tooling_registry.register_tooling_type(
+    tooling_registry.TOOLING_TYPES.register(
         tooling_registry.ToolingType(
             "stub_server",
             parse=lambda ck, raw, path: None,

@@ -14,14 +14,15 @@ import pytest
 from ruamel.yaml import YAML
 
 import devall_cli
+from devall_cli.config.json_shapes import accepted_keys
 from devall_cli.config.schema import KeySpec
 from devall_cli.edges import CONDITION_TYPES, PROCESSOR_TYPES
 from devall_cli.memory.base import MEMORY_STORES
 from devall_cli.nodes import NODE_TYPES
 from devall_cli.providers.registry import PROVIDERS
 from devall_cli.thinking.base import THINKING_TYPES
-from devall_cli.tools.kinds.registry import tooling_types
-from devall_cli.workflow.json_schema import accepted_keys, workflow_schema
+from devall_cli.tools.kinds.registry import TOOLING_TYPES
+from devall_cli.workflow.json_schema import workflow_schema
 
 ROOT = Path(__file__).resolve().parents[3]
 # A ChatDev checkout's yaml_instance/ folder to check the schema against, when one is at hand.
@@ -85,9 +86,9 @@ def test_every_node_type_and_its_config_keys() -> None:
 
 def test_every_tooling_type_and_its_config_keys() -> None:
     entry = workflow_schema()["$defs"]["tooling_entry"]
-    assert entry["properties"]["type"]["enum"] == sorted(tooling_types())
+    assert entry["properties"]["type"]["enum"] == sorted(TOOLING_TYPES.all())
     assert entry["additionalProperties"] is False
-    for name, kind in tooling_types().items():
+    for name, kind in TOOLING_TYPES.all().items():
         assert accepted_keys(kind.keys), f"tooling type {name} declares no keys"
         assert props(config_of(entry, name)) == accepted_keys(kind.keys), name
 
@@ -170,3 +171,28 @@ def test_unknown_keys_in_a_node_are_rejected_as_the_loader_does() -> None:
 def test_an_unknown_key_at_graph_level_is_allowed_as_the_loader_only_warns() -> None:
     data = {"graph": {"id": "g", "start": ["a"], "nodes": [], "edgs": []}}
     assert list(VALIDATOR.iter_errors(data)) == []
+
+
+def test_a_new_node_type_with_a_nested_block_needs_no_edit_outside_its_module() -> None:
+    from devall_cli.config.json_shapes import array_of, keys_object
+    from devall_cli.nodes.base import NodeType
+
+    inner = KeySpec(known=frozenset({"name", "weight"}))
+    kind = NodeType(
+        "weighing",
+        "a node type of this test",
+        KeySpec(known=frozenset({"items", "limit"})),
+        parse=lambda ck, config, path: config,
+        run=lambda run: None,  # type: ignore[arg-type,return-value]
+        shapes=lambda: {"items": array_of(keys_object(inner, strict=True))},
+    )
+    NODE_TYPES.register(kind)
+    try:
+        node = workflow_schema()["$defs"]["node"]
+        (rule,) = [r for r in node["allOf"] if r["if"]["properties"]["type"]["const"] == "weighing"]
+        items = rule["then"]["properties"]["config"]["properties"]["items"]
+        assert set(items["items"]["properties"]) == {"name", "weight"}
+        assert items["items"]["additionalProperties"] is False
+    finally:
+        NODE_TYPES.unregister("weighing")
+    assert "weighing" not in NODE_TYPES.names()

@@ -348,12 +348,12 @@ def test_a_new_tooling_type_plugs_in_through_the_registry(tmp_path: Path) -> Non
     def parse(ck, config, path):  # type: ignore[no-untyped-def]
         return McpRemoteConfig(server=f"http://127.0.0.1/{config['name']}")
 
-    tooling_registry.register_tooling_type(tooling_registry.ToolingType("custom_kind", parse))
+    tooling_registry.TOOLING_TYPES.register(tooling_registry.ToolingType("custom_kind", parse))
     try:
         flow = load(tmp_path, agent_flow("tooling: [{type: custom_kind, config: {name: z}}]"))
         assert agent(flow).tooling[0].config == McpRemoteConfig(server="http://127.0.0.1/z")
     finally:
-        tooling_registry._REGISTRY.pop("custom_kind")
+        tooling_registry.TOOLING_TYPES.unregister("custom_kind")
 
 
 # --- function tooling ---------------------------------------------------------------------
