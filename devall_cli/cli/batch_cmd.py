@@ -175,11 +175,11 @@ class _Setup:
 def _human_replies(answers: Path | None, workflow: Workflow) -> Answers | None:
     """The answers file, checked; without one, a workflow with human nodes is refused."""
     from devall_cli.cli.run_cmd import load_replies
-    from devall_cli.nodes.base import walk_nodes
+    from devall_cli.nodes.base import asks_operator, walk_nodes
 
     if answers is not None:
         return load_replies(answers, workflow)
-    human = [path for path, node in walk_nodes(workflow.graph) if node.type == "human"]
+    human = [path for path, node in walk_nodes(workflow.graph) if asks_operator(node)]
     if human:
         names = ", ".join(f"'{name}'" for name in human)
         raise UsageError(

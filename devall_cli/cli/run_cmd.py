@@ -187,12 +187,12 @@ def run_command(
 
 def load_replies(path: Path, workflow: Workflow) -> Answers:
     """The answers file, checked against the workflow's human nodes (ConfigError, exit 3)."""
-    from devall_cli.nodes.base import walk_nodes
+    from devall_cli.nodes.base import asks_operator, walk_nodes
     from devall_cli.workflow.answers import load_answers
 
     names: set[str] = set()
     for node_path, node in walk_nodes(workflow.graph):
-        if node.type == "human":
+        if asks_operator(node):
             names.update((node_path, node.id))
     return load_answers(path, names, workflow.redactor)
 

@@ -129,7 +129,14 @@ def summarize(workflow: Workflow) -> dict[str, Any]:
 
 def render_summary(workflow: Workflow, shown_path: str) -> str:
     """The human summary printed on stdout for a valid workflow (control characters escaped)."""
+    from devall_cli.nodes import NODE_TYPES
+    from devall_cli.nodes.base import walk_nodes
+
     summary = summarize(workflow)
+    notes = []
+    for _, node in walk_nodes(workflow.graph):  # the order of summary["nodes"]
+        kind = NODE_TYPES.get(node.type)
+        notes.append(kind.note(node.config) if kind is not None else "")
     node_count, edge_count = len(summary["nodes"]), summary["edges"]
     lines = [
         f"{shown_path}: workflow '{summary['workflow']}' is valid "
@@ -140,12 +147,8 @@ def render_summary(workflow: Workflow, shown_path: str) -> str:
         stores = ", ".join(f"{m['name']} ({m['type']})" for m in summary["memory"])
         lines.append(f"memory: {stores}")
     width = max(len(node["id"]) for node in summary["nodes"])
-    for node in summary["nodes"]:
-        detail = f" ({node['provider']}: {node['model']})" if "provider" in node else ""
-        if node.get("subgraph") == "file":
-            detail = f" (file: {node['file']})"
-        elif node.get("subgraph") == "config":
-            detail = " (inline)"
+    for node, note in zip(summary["nodes"], notes, strict=True):
+        detail = f" ({note})" if note else ""
         detail += "".join(
             f" · {key}: {value if isinstance(value, str) else ', '.join(value)}"
             for key in ("thinking", "memories", "skills")

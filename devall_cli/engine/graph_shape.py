@@ -9,7 +9,7 @@ from __future__ import annotations
 from devall_cli.config.dynamic import describe_split
 from devall_cli.config.model import EdgeConfig, GraphConfig, NodeConfig
 from devall_cli.edges.base import CONDITION_TYPES, PROCESSOR_TYPES
-from devall_cli.graphview.shape import GraphShape, Mask, ShapeEdge, ShapeNode, node_detail
+from devall_cli.graphview.shape import GraphShape, Mask, ShapeEdge, ShapeNode
 from devall_cli.nodes.base import NODE_TYPES
 
 
@@ -26,12 +26,11 @@ def shape_of(graph: GraphConfig, mask: Mask = lambda text: text) -> GraphShape:
 
 def _node(node: NodeConfig, mask: Mask) -> ShapeNode:
     kind = NODE_TYPES.get(node.type)
-    details = kind.details(node.config) if kind is not None else {}
     children = kind.subgraphs(node.config) if kind is not None else ()
     return ShapeNode(
         id=node.id,
         type=node.type,
-        detail=mask(node_detail(details)),
+        detail=mask(kind.label(node.config) if kind is not None else ""),
         description=mask(node.description or ""),
         graph=shape_of(children[0], mask) if children else None,
     )

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import PurePath
 from typing import Any
 
 Mask = Callable[[str], str]
@@ -52,21 +51,6 @@ class GraphShape:
     def node(self, node_id: str) -> ShapeNode | None:
         """The node with this id, or None."""
         return next((node for node in self.nodes if node.id == node_id), None)
-
-
-def node_detail(details: Mapping[str, Any]) -> str:
-    """One short line from a node type's details: the model, the subgraph file, the limit."""
-    if "model" in details:
-        return str(details["model"])
-    if details.get("subgraph") == "file":
-        return f"file {PurePath(str(details.get('file'))).name}"
-    if details.get("subgraph") == "config":
-        return "inline"
-    if "max_iterations" in details:
-        return f"max {details['max_iterations']}"
-    if "max_duration" in details:
-        return f"max {details['max_duration']} {details.get('duration_unit', '')}".strip()
-    return ""
 
 
 # --- to and from JSON ------------------------------------------------------------------------

@@ -410,5 +410,7 @@ AGENT = NODE_TYPES.register(
         details=_details,
         memory_refs=_memory_refs,
         shapes=_shapes,
+        label=lambda settings: settings.name,
+        note=lambda settings: f"{settings.provider}: {settings.name}",
     )
 )

@@ -96,6 +96,10 @@ def _no_memory_refs(settings: Any) -> tuple[MemoryRefConfig, ...]:
     return ()
 
 
+def _no_text(settings: Any) -> str:
+    return ""
+
+
 @dataclass(frozen=True)
 class NodeType:
     """One node type: how its `config` is read and how a visit runs."""
@@ -113,6 +117,17 @@ class NodeType:
     # The graph's memory stores a node uses (checked against `graph.memory` by the loader).
     memory_refs: Callable[[Any], tuple[MemoryRefConfig, ...]] = _no_memory_refs
     shapes: Callable[[], dict[str, Schema]] = no_shapes  # `devall schema`: nested blocks
+    # What the node runs, in a few words: the model, the subgraph file, the limit (pictures).
+    label: Callable[[Any], str] = _no_text
+    # The note `devall validate` prints after the type: `openai: gpt-4o`, `file: x.yaml`.
+    note: Callable[[Any], str] = _no_text
+    asks_operator: bool = False  # True: a visit asks a person (answered with --answers)
+
+
+def asks_operator(node: NodeConfig) -> bool:
+    """Whether visits of this node ask a person (a human node)."""
+    kind = NODE_TYPES.get(node.type)
+    return kind is not None and kind.asks_operator
 
 
 def walk_nodes(graph: GraphConfig, prefix: str = "") -> Iterator[tuple[str, NodeConfig]]:

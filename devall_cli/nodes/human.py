@@ -88,5 +88,6 @@ HUMAN = NODE_TYPES.register(
         config_required=False,
         serial=True,
         details=_details,
+        asks_operator=True,
     )
 )

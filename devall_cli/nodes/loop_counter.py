@@ -121,5 +121,6 @@ LOOP_COUNTER = NODE_TYPES.register(
         parse_loop_counter,
         run_loop_counter,
         details=_details,
+        label=lambda settings: f"max {settings.max_iterations}",
     )
 )

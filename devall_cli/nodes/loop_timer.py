@@ -113,5 +113,6 @@ LOOP_TIMER = NODE_TYPES.register(
         parse_loop_timer,
         run_loop_timer,
         details=_details,
+        label=lambda settings: f"max {settings.max_duration} {settings.duration_unit}".strip(),
     )
 )

@@ -13,7 +13,7 @@ output is every output of the child's final node, or one empty assistant message
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 from devall_cli.config.json_shapes import Schema, keys_object, ref
@@ -178,5 +178,7 @@ SUBGRAPH = NODE_TYPES.register(
         subgraphs=_subgraphs,
         details=_details,
         shapes=_shapes,
+        label=lambda config: f"file {PurePath(config.file).name}" if config.file else "inline",
+        note=lambda config: f"file: {config.file}" if config.file else "inline",
     )
 )

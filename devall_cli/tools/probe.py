@@ -85,7 +85,7 @@ async def _probe_one(plan: SourcePlan, deadline: float, ctx: SourceContext) -> P
             tools = await source.list_tools()
             list_ms = (time.monotonic() - t1) * 1000
     except TimeoutError:
-        status = "startup_timeout" if plan.kind == "mcp_local" else "handshake_timeout"
+        status = tooling_type(plan.tooling).timeout_status
         return replace(base, status=status, error="probe timed out", log_tail=_tail(source))
     except DevallError as exc:
         return replace(

@@ -376,6 +376,7 @@ TOOLING_TYPES.register(
         base_name=local_name,
         cache_ttl=lambda settings: settings.cache_ttl,
         start_hint=local_start_hint,
+        timeout_status="startup_timeout",  # the process did not get ready
         shapes=client_shapes,
     )
 )

@@ -50,6 +50,8 @@ class ToolingType:
     base_name: Callable[[Any], str] = lambda settings: "tools"  # a readable source id
     cache_ttl: Callable[[Any], float] = lambda settings: math.inf  # seconds a listing is kept
     is_server: bool = True  # probed by `devall probe` (function tooling has no server)
+    # The status `devall probe` reports when a server is not ready in time.
+    timeout_status: str = "handshake_timeout"
     # How to fix a source that did not start: (settings, error, where its config is) -> hint.
     start_hint: Callable[[Any, Any, str], str] = lambda settings, error, where: ""
     # Set for a type that stands for several entries (one per server of an mcpServers file):
