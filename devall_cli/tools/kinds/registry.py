@@ -62,11 +62,10 @@ class ToolingType:
     shapes: Callable[[], dict[str, Schema]] = no_shapes  # `devall schema`: nested blocks
 
 
-# The built-in types register themselves when first asked for (importing them here would form
-# an import cycle: they make sources with the tool layer, which plans with this module).
-TOOLING_TYPES: Registry[ToolingType] = Registry(
-    "tooling type", ("devall_cli.tools.kinds.builtin", "devall_cli.tools.kinds.mcp_config")
-)
+# Every module of tools/kinds/ is imported when a tooling type is first asked for (importing
+# them here would form a cycle: they make sources with the tool layer, which plans with this
+# module). A new tooling type is one module there that registers its descriptor.
+TOOLING_TYPES: Registry[ToolingType] = Registry("tooling type", package="devall_cli.tools.kinds")
 
 ENTRY_KEYS = KeySpec(known=frozenset({"type", "prefix", "config"}))
 _PREFIX = re.compile(r"[A-Za-z0-9_-]+")
