@@ -199,9 +199,9 @@ async def bare_seconds(flow: Path, tasks: list[Any], out: Path) -> float:
 
 async def run_dir_seconds(flow: Path, tasks: list[Any], out: Path) -> float:
     """Wall seconds of the same tasks each written as `devall run` writes a run, no batch."""
+    from devall_cli.config.model import walk_nodes
     from devall_cli.engine.runner import run_workflow
     from devall_cli.engine.session import RunSession
-    from devall_cli.nodes.base import walk_nodes
     from devall_cli.trace.jsonl import JsonlSink
     from devall_cli.trace.result import ResultSink
     from devall_cli.workflow.loader import load_workflow

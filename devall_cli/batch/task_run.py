@@ -54,7 +54,7 @@ def warm_up(workflow: Workflow) -> None:
     provider but `scripted`), the HTTP stack and its TLS context: ~0.1-0.7 s that N tasks
     started at once would otherwise all wait for, inside the batch's wall time.
     """
-    from devall_cli.nodes.base import walk_nodes
+    from devall_cli.config.model import walk_nodes
     from devall_cli.tools import attachments, manager  # noqa: F401
     from devall_cli.trace import jsonl, result  # noqa: F401
 
@@ -111,7 +111,7 @@ def _new_session(task: BatchTask, workflow: Workflow, env: TaskEnv) -> RunSessio
 async def _run(
     task: BatchTask, session: RunSession, env: TaskEnv, started: float, relative: str
 ) -> TaskOutcome:
-    from devall_cli.nodes.base import walk_nodes
+    from devall_cli.config.model import walk_nodes
     from devall_cli.tools.attachments import AttachmentStore
     from devall_cli.trace.jsonl import JsonlSink
     from devall_cli.trace.result import ResultSink

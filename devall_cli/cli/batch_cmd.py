@@ -175,7 +175,8 @@ class _Setup:
 def _human_replies(answers: Path | None, workflow: Workflow) -> Answers | None:
     """The answers file, checked; without one, a workflow with human nodes is refused."""
     from devall_cli.cli.run_cmd import load_replies
-    from devall_cli.nodes.base import asks_operator, walk_nodes
+    from devall_cli.config.model import walk_nodes
+    from devall_cli.nodes.base import asks_operator
 
     if answers is not None:
         return load_replies(answers, workflow)

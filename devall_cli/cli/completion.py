@@ -44,7 +44,7 @@ def complete_node(ctx: Any, incomplete: str) -> list[str]:
     loaded = _load(ctx)
     if loaded is None:
         return []
-    from devall_cli.nodes.base import walk_nodes
+    from devall_cli.config.model import walk_nodes
 
     return [path for path, _ in walk_nodes(loaded.graph) if path.startswith(incomplete)]
 

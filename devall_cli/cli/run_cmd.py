@@ -187,7 +187,8 @@ def run_command(
 
 def load_replies(path: Path, workflow: Workflow) -> Answers:
     """The answers file, checked against the workflow's human nodes (ConfigError, exit 3)."""
-    from devall_cli.nodes.base import asks_operator, walk_nodes
+    from devall_cli.config.model import walk_nodes
+    from devall_cli.nodes.base import asks_operator
     from devall_cli.workflow.answers import load_answers
 
     names: set[str] = set()
@@ -251,8 +252,8 @@ def _run_in(
     reported after it, naming the file, and fails the command.
     """
     from devall_cli.cli.records import RunRecords, print_run_files
+    from devall_cli.config.model import walk_nodes
     from devall_cli.engine.runner import run_workflow
-    from devall_cli.nodes.base import walk_nodes
     from devall_cli.trace.console import ConsoleSink
     from devall_cli.trace.result import json_text
 

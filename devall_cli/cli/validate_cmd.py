@@ -99,8 +99,8 @@ def validation_document(workflow: Workflow | None, issues: Iterable[ConfigIssue]
 
 def summarize(workflow: Workflow) -> dict[str, Any]:
     """Nodes (subgraph nodes by path) with their tooling, edges, start and end; secrets masked."""
+    from devall_cli.config.model import node_tooling, walk_nodes
     from devall_cli.nodes import NODE_TYPES
-    from devall_cli.nodes.base import node_tooling, walk_nodes
 
     mask = workflow.redactor.text  # the same masking as every other output
     graph = workflow.graph
@@ -129,8 +129,8 @@ def summarize(workflow: Workflow) -> dict[str, Any]:
 
 def render_summary(workflow: Workflow, shown_path: str) -> str:
     """The human summary printed on stdout for a valid workflow (control characters escaped)."""
+    from devall_cli.config.model import walk_nodes
     from devall_cli.nodes import NODE_TYPES
-    from devall_cli.nodes.base import walk_nodes
 
     summary = summarize(workflow)
     notes = []

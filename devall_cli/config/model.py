@@ -10,7 +10,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from devall_cli.config.dynamic import DynamicConfig
 from devall_cli.errors import ConfigIssue
@@ -53,6 +53,24 @@ class MemoryStoreConfig:
     config: Any  # the type's settings object
     path: str = ""  # where it is declared: graph.memory[0]
 
+
+
+# --- tooling entries ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ToolingConfig:
+    """One `tooling` entry of an agent node."""
+
+    type: str  # the name of a registered tooling type
+    config: Any  # that type's settings object (McpRemoteConfig, McpLocalConfig, ...)
+    prefix: str | None = None
+    path: str = ""  # e.g. graph.nodes[1].config.tooling[0]
+    name: str | None = None  # a readable source id (a server's name in an mcpServers file)
+
+    def final_name(self, name: str) -> str:
+        """The tool name the model sees: `<prefix>_<name>`, or `name` without a prefix."""
+        return f"{self.prefix}_{name}" if self.prefix else name
 
 
 # --- nodes ---------------------------------------------------------------------------------
@@ -176,3 +194,38 @@ class Workflow:
     def name(self) -> str:
         """The graph id, or the file stem."""
         return self.graph.id or self.path.stem
+
+
+@runtime_checkable
+class HoldsTooling(Protocol):
+    """Node settings that use tooling (an agent's): the node's entries."""
+
+    def tooling_entries(self) -> tuple[ToolingConfig, ...]: ...
+
+
+@runtime_checkable
+class HoldsGraphs(Protocol):
+    """Node settings that hold graphs of their own (a subgraph node's)."""
+
+    def child_graphs(self) -> tuple[GraphConfig, ...]: ...
+
+
+def node_tooling(node: NodeConfig) -> tuple[ToolingConfig, ...]:
+    """The tooling entries a node uses (none for most node types)."""
+    config = node.config
+    return config.tooling_entries() if isinstance(config, HoldsTooling) else ()
+
+
+def node_graphs(node: NodeConfig) -> tuple[GraphConfig, ...]:
+    """The graphs a node holds (a subgraph node's child graph)."""
+    config = node.config
+    return config.child_graphs() if isinstance(config, HoldsGraphs) else ()
+
+
+def walk_nodes(graph: GraphConfig, prefix: str = "") -> Iterator[tuple[str, NodeConfig]]:
+    """Every node of a graph and of its subgraphs, with its path (`outer/inner/node`)."""
+    for node in graph.nodes:
+        path = prefix + node.id
+        yield path, node
+        for child in node_graphs(node):
+            yield from walk_nodes(child, f"{path}/")

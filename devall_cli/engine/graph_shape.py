@@ -7,7 +7,7 @@ text goes through the workflow's mask.
 from __future__ import annotations
 
 from devall_cli.config.dynamic import describe_split
-from devall_cli.config.model import EdgeConfig, GraphConfig, NodeConfig
+from devall_cli.config.model import EdgeConfig, GraphConfig, NodeConfig, node_graphs
 from devall_cli.edges.base import CONDITION_TYPES, PROCESSOR_TYPES
 from devall_cli.graphview.shape import GraphShape, Mask, ShapeEdge, ShapeNode
 from devall_cli.nodes.base import NODE_TYPES
@@ -26,7 +26,7 @@ def shape_of(graph: GraphConfig, mask: Mask = lambda text: text) -> GraphShape:
 
 def _node(node: NodeConfig, mask: Mask) -> ShapeNode:
     kind = NODE_TYPES.get(node.type)
-    children = kind.subgraphs(node.config) if kind is not None else ()
+    children = node_graphs(node)
     return ShapeNode(
         id=node.id,
         type=node.type,

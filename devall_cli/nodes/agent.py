@@ -47,7 +47,6 @@ from devall_cli.thinking.base import GEN, parse_thinking, thinking_shape
 from devall_cli.tools.attachments import AttachmentStore
 from devall_cli.tools.base import Sampler, ToolSpec
 from devall_cli.tools.kinds.registry import parse_tooling
-from devall_cli.tools.kinds.settings import ToolingConfig
 from devall_cli.tools.normalize import render_for_model
 
 COMMON_KEYS = frozenset(
@@ -187,10 +186,6 @@ def _params(
     }
     body = {key: value for key, value in params.items() if key not in RESERVED_PARAMS}
     return body, reserved
-
-
-def _tooling(settings: AgentConfig) -> tuple[ToolingConfig, ...]:
-    return settings.tooling
 
 
 def _details(settings: AgentConfig) -> dict[str, Any]:
@@ -406,7 +401,6 @@ AGENT = NODE_TYPES.register(
         _keys(None),  # every key an agent accepts, whichever its provider
         parse_agent,
         run_agent,
-        tooling=_tooling,
         details=_details,
         memory_refs=_memory_refs,
         shapes=_shapes,

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from devall_cli.config.model import ToolingConfig
 from devall_cli.memory.base import MemoryRefConfig
 from devall_cli.providers.base import ModelSettings
 from devall_cli.skills.config import SkillsConfig
 from devall_cli.thinking.base import ThinkingConfig
-from devall_cli.tools.kinds.settings import ToolingConfig
 
 
 @dataclass(frozen=True)
@@ -23,3 +23,7 @@ class AgentConfig(ModelSettings):
     thinking: ThinkingConfig | None = None  # a thinking stage (reflection, ...)
     memories: tuple[MemoryRefConfig, ...] = ()  # the graph's memory stores it reads and writes
     skills: SkillsConfig | None = None  # None: skills are off
+
+    def tooling_entries(self) -> tuple[ToolingConfig, ...]:
+        """The entries the agent's tools come from (config.model.HoldsTooling)."""
+        return self.tooling

@@ -7,7 +7,7 @@ of a node. The engine never switches on node types; it asks the descriptor.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from devall_cli.memory.base import MemoryRefConfig
     from devall_cli.providers.base import Provider
     from devall_cli.tools.base import CallContext, ToolResult, ToolSpec
-    from devall_cli.tools.kinds.settings import ToolingConfig
 
 
 class ToolDispatcher(Protocol):
@@ -80,14 +79,6 @@ NodeParser = Callable[[Checker, dict[str, Any], KeyPath], Any]
 NodeRunner = Callable[[NodeRun], Awaitable[list[Message]]]
 
 
-def _no_tooling(settings: Any) -> tuple[ToolingConfig, ...]:
-    return ()
-
-
-def _no_subgraphs(settings: Any) -> tuple[GraphConfig, ...]:
-    return ()
-
-
 def _no_details(settings: Any) -> dict[str, Any]:
     return {}
 
@@ -111,8 +102,6 @@ class NodeType:
     run: NodeRunner
     config_required: bool = True  # False: a missing `config` means `{}`
     serial: bool = False  # True: visits of nodes of this type never overlap within a run
-    tooling: Callable[[Any], tuple[ToolingConfig, ...]] = _no_tooling
-    subgraphs: Callable[[Any], tuple[GraphConfig, ...]] = _no_subgraphs
     details: Callable[[Any], dict[str, Any]] = _no_details  # extra fields for validate --json
     # The graph's memory stores a node uses (checked against `graph.memory` by the loader).
     memory_refs: Callable[[Any], tuple[MemoryRefConfig, ...]] = _no_memory_refs
@@ -128,23 +117,6 @@ def asks_operator(node: NodeConfig) -> bool:
     """Whether visits of this node ask a person (a human node)."""
     kind = NODE_TYPES.get(node.type)
     return kind is not None and kind.asks_operator
-
-
-def walk_nodes(graph: GraphConfig, prefix: str = "") -> Iterator[tuple[str, NodeConfig]]:
-    """Every node of a graph and of its subgraphs, with its path (`outer/inner/node`)."""
-    for node in graph.nodes:
-        path = prefix + node.id
-        yield path, node
-        kind = NODE_TYPES.get(node.type)
-        if kind is not None:
-            for child in kind.subgraphs(node.config):
-                yield from walk_nodes(child, f"{path}/")
-
-
-def node_tooling(node: NodeConfig) -> tuple[ToolingConfig, ...]:
-    """The tooling entries a node uses (none for most node types)."""
-    kind = NODE_TYPES.get(node.type)
-    return kind.tooling(node.config) if kind is not None else ()
 
 
 # Every module of this package is imported when a node type is first asked for: a new node

@@ -52,6 +52,10 @@ class SubgraphConfig:
     graph: GraphConfig
     file: str | None = None  # the subgraph file as messages show it (type file)
 
+    def child_graphs(self) -> tuple[GraphConfig, ...]:
+        """The graph the node runs (config.model.HoldsGraphs)."""
+        return (self.graph,)
+
 
 def parse_subgraph(ck: Checker, config: dict[str, Any], path: KeyPath) -> SubgraphConfig | None:
     """`type` (file or config) and `config` (`{path}`, or the graph); builds the child graph."""
@@ -146,10 +150,6 @@ async def run_subgraph(run: NodeRun) -> list[Message]:
     return [m if m.source else m.but(source=run.node.id) for m in messages]
 
 
-def _subgraphs(config: SubgraphConfig) -> tuple[GraphConfig, ...]:
-    return (config.graph,)
-
-
 def _details(config: SubgraphConfig) -> dict[str, Any]:
     if config.file is not None:
         return {"subgraph": "file", "file": config.file}
@@ -175,7 +175,6 @@ SUBGRAPH = NODE_TYPES.register(
         KEYS,
         parse_subgraph,
         run_subgraph,
-        subgraphs=_subgraphs,
         details=_details,
         shapes=_shapes,
         label=lambda config: f"file {PurePath(config.file).name}" if config.file else "inline",

@@ -7,9 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from devall_cli.config.model import Workflow
+from devall_cli.config.model import Workflow, node_tooling, walk_nodes
 from devall_cli.errors import UsageError
-from devall_cli.nodes.base import node_tooling, walk_nodes
 from devall_cli.tools.base import ToolResult, ToolSpec
 from devall_cli.tools.manager import ToolManager
 

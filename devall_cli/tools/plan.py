@@ -8,8 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from devall_cli.config.model import Workflow
-from devall_cli.nodes.base import node_tooling, walk_nodes
+from devall_cli.config.model import ToolingConfig, Workflow, node_tooling, walk_nodes
 from devall_cli.tools.base import (
     AuthCallback,
     Elicitor,
@@ -19,7 +18,6 @@ from devall_cli.tools.base import (
     ToolSource,
 )
 from devall_cli.tools.kinds.registry import TOOLING_TYPES, ToolingType
-from devall_cli.tools.kinds.settings import ToolingConfig
 
 
 def tooling_type(tooling: ToolingConfig) -> ToolingType:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from devall_cli.config.model import GraphConfig, NodeConfig, Workflow
+from devall_cli.config.model import GraphConfig, NodeConfig, ToolingConfig, Workflow
 from devall_cli.config.schema import Checker
 from devall_cli.config.yaml_source import SourceDocument
 from devall_cli.errors import UsageError
@@ -25,7 +25,7 @@ from devall_cli.nodes.agent_settings import AgentConfig
 from devall_cli.redaction import Redactor
 from devall_cli.tools.kinds.builtin import parse_mcp_local, parse_mcp_remote
 from devall_cli.tools.kinds.mcp_servers import load_servers_file
-from devall_cli.tools.kinds.settings import McpLocalConfig, ToolingConfig
+from devall_cli.tools.kinds.settings import McpLocalConfig
 
 # Which option each key of the tooling config came from, for usage errors.
 _OPTION_OF = {

@@ -19,12 +19,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from devall_cli.config.model import ToolingConfig
 from devall_cli.config.placeholders import value_text
 from devall_cli.config.schema import Checker, KeySpec, check_keys, opt_str, opt_str_list
 from devall_cli.config.yaml_source import KeyPath
 from devall_cli.tools.kinds.mcp_servers import read_servers_file
 from devall_cli.tools.kinds.registry import TOOLING_TYPES, ToolingType
-from devall_cli.tools.kinds.settings import ToolingConfig
 
 _KEYS = KeySpec(known=frozenset({"path", "servers"}))
 

@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from devall_cli.config.json_shapes import Schema, no_shapes
+from devall_cli.config.model import ToolingConfig
 from devall_cli.config.placeholders import UNRESOLVED
 from devall_cli.config.schema import Checker, KeySpec, check_keys, describe, get_mapping, opt_str
 from devall_cli.config.yaml_source import KeyPath, format_path
 from devall_cli.kinds import Registry
 from devall_cli.text import suggest
-from devall_cli.tools.kinds.settings import ToolingConfig
 
 if TYPE_CHECKING:
     from devall_cli.tools.base import ToolSource

@@ -1,4 +1,4 @@
-"""Settings of the built-in tooling types and of one `tooling` entry (SPEC.md §4).
+"""Settings of the built-in tooling types (SPEC.md §4).
 
 `identity()` methods give the keys that decide when two tooling entries share one server.
 """
@@ -104,18 +104,3 @@ class FunctionToolingConfig:
     def display_target(self) -> str:
         """The functions directory."""
         return self.functions_dir
-
-
-@dataclass(frozen=True)
-class ToolingConfig:
-    """One `tooling` entry of an agent node."""
-
-    type: str  # the name of a registered tooling type
-    config: Any  # that type's settings object (McpRemoteConfig, McpLocalConfig, ...)
-    prefix: str | None = None
-    path: str = ""  # e.g. graph.nodes[1].config.tooling[0]
-    name: str | None = None  # a readable source id (a server's name in an mcpServers file)
-
-    def final_name(self, name: str) -> str:
-        """The tool name the model sees: `<prefix>_<name>`, or `name` without a prefix."""
-        return f"{self.prefix}_{name}" if self.prefix else name

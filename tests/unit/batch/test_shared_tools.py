@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from devall_cli.batch.shared_tools import TASK_STORE, SharedSources
+from devall_cli.config.model import ToolingConfig
 from devall_cli.tools.attachments import AttachmentStore
 from devall_cli.tools.base import RawTool, ServerInfo, ToolResult
 from devall_cli.tools.kinds import registry as tooling_registry
-from devall_cli.tools.kinds.settings import ToolingConfig
 from devall_cli.tools.plan import SourceContext, SourcePlan
 
 

@@ -10,10 +10,9 @@ import pytest
 
 from devall_cli import limits
 from devall_cli.config import expansion
-from devall_cli.config.model import GraphConfig, Workflow
+from devall_cli.config.model import GraphConfig, Workflow, walk_nodes
 from devall_cli.config.yaml_source import load_source
 from devall_cli.errors import ConfigIssue
-from devall_cli.nodes.base import walk_nodes
 from devall_cli.nodes.literal import LiteralConfig
 from devall_cli.nodes.subgraph import SubgraphConfig
 from devall_cli.tools.kinds.settings import McpLocalConfig
