@@ -38,7 +38,7 @@ def test_quick_startup_scenario_reports_its_rows(tmp_path: Path) -> None:
 
 def test_floor_scenario_workflows_load(tmp_path: Path) -> None:
     from benchmarks.floor import SERVERS, server_workflow
-    from devall_cli.tools.kinds.settings import McpLocalConfig
+    from devall_cli.tools.kinds.mcp_local import McpLocalConfig
     from devall_cli.workflow.loader import load_workflow
 
     for server in SERVERS:

@@ -24,7 +24,7 @@ from devall_cli.config.function_signature import CONTEXT_PARAM, describe, read_s
 
 
 class FunctionRef(Protocol):
-    """One entry of a function tooling's `tools` list (tools.kinds.settings.FunctionRef)."""
+    """One entry of a function tooling's `tools` list (tools.kinds.function.FunctionRef)."""
 
     @property
     def name(self) -> str: ...

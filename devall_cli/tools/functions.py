@@ -47,7 +47,7 @@ from devall_cli.tools.base import (
     TextBlock,
     ToolResult,
 )
-from devall_cli.tools.kinds.settings import FunctionToolingConfig
+from devall_cli.tools.kinds.function import FunctionToolingConfig
 from devall_cli.tools.normalize import normalize_value
 
 T = TypeVar("T")

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from devall_cli.errors import DevallError
 from devall_cli.tools.base import LogCallback
-from devall_cli.tools.kinds.settings import McpLocalConfig
+from devall_cli.tools.kinds.mcp_local import McpLocalConfig
 from devall_cli.tools.plan import SourceContext, SourcePlan, tooling_type
 from devall_cli.tools.stdio_process import StdioProcess
 

@@ -31,7 +31,7 @@ from devall_cli.tools.base import (
     ToolResult,
 )
 from devall_cli.tools.head_start import local_process
-from devall_cli.tools.kinds.settings import McpLocalConfig
+from devall_cli.tools.kinds.mcp_local import McpLocalConfig
 from devall_cli.tools.mcp_session import McpSessionSource
 from devall_cli.tools.stdio_process import EXIT_DRAIN, StdioProcess
 

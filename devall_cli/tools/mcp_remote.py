@@ -24,7 +24,7 @@ from devall_cli.errors import DevallError
 from devall_cli.text import clean_json_escapes
 from devall_cli.tools.attachments import AttachmentStore
 from devall_cli.tools.base import AuthCallback, AuthNotice, Elicitor, LogCallback, ToolEvents
-from devall_cli.tools.kinds.settings import McpRemoteConfig
+from devall_cli.tools.kinds.mcp_remote import McpRemoteConfig
 from devall_cli.tools.mcp_session import McpSessionSource
 
 if TYPE_CHECKING:

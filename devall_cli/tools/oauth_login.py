@@ -14,8 +14,8 @@ from typing import cast
 
 from devall_cli.config.model import Workflow
 from devall_cli.tools.base import AuthCallback
+from devall_cli.tools.kinds.mcp_remote import McpRemoteConfig
 from devall_cli.tools.kinds.oauth_settings import OAuthConfig
-from devall_cli.tools.kinds.settings import McpRemoteConfig
 from devall_cli.tools.oauth_cache import TokenCache, cache_root
 from devall_cli.tools.plan import plan_sources
 

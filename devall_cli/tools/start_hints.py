@@ -10,9 +10,13 @@ from __future__ import annotations
 import os
 import re
 from pathlib import PurePath
+from typing import TYPE_CHECKING
 
 from devall_cli.errors import DevallError
-from devall_cli.tools.kinds.settings import McpLocalConfig, McpRemoteConfig
+
+if TYPE_CHECKING:  # the kinds import this module to word their hints
+    from devall_cli.tools.kinds.mcp_local import McpLocalConfig
+    from devall_cli.tools.kinds.mcp_remote import McpRemoteConfig
 
 _MISSING_MODULE = re.compile(r"No module named '([^']+)'")
 _MISSING_FILE = re.compile(r"can't open file|No such file or directory|ENOENT|Cannot find module")

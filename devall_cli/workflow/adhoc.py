@@ -23,9 +23,9 @@ from devall_cli.config.yaml_source import SourceDocument
 from devall_cli.errors import UsageError
 from devall_cli.nodes.agent_settings import AgentConfig
 from devall_cli.redaction import Redactor
-from devall_cli.tools.kinds.builtin import parse_mcp_local, parse_mcp_remote
+from devall_cli.tools.kinds.mcp_local import McpLocalConfig, parse_mcp_local
+from devall_cli.tools.kinds.mcp_remote import parse_mcp_remote
 from devall_cli.tools.kinds.mcp_servers import load_servers_file
-from devall_cli.tools.kinds.settings import McpLocalConfig
 
 # Which option each key of the tooling config came from, for usage errors.
 _OPTION_OF = {

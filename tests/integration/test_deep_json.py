@@ -16,7 +16,8 @@ import pytest
 
 from devall_cli.json_limits import MAX_INT_DIGITS, MAX_NESTING
 from devall_cli.tools.base import TextBlock
-from devall_cli.tools.kinds.settings import McpLocalConfig, McpRemoteConfig
+from devall_cli.tools.kinds.mcp_local import McpLocalConfig
+from devall_cli.tools.kinds.mcp_remote import McpRemoteConfig
 from devall_cli.tools.mcp_direct import DirectLocalSource
 from devall_cli.tools.mcp_local import LocalSource
 from devall_cli.tools.mcp_remote import RemoteSource

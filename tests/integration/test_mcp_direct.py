@@ -17,7 +17,7 @@ import pytest
 
 from devall_cli.errors import ExitCode, ProtocolError
 from devall_cli.tools.base import DataBlock, TextBlock, ToolResult
-from devall_cli.tools.kinds.settings import McpLocalConfig
+from devall_cli.tools.kinds.mcp_local import McpLocalConfig
 from devall_cli.tools.mcp_direct import HANDSHAKE_VERSIONS, DirectLocalSource
 from devall_cli.tools.mcp_local import LocalSource
 from tests.servers.serve import pid_gone

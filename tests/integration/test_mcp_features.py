@@ -28,7 +28,8 @@ from devall_cli.tools.base import (
     ToolResult,
 )
 from devall_cli.tools.kinds.client_settings import DEFAULT_CLIENT, McpClientConfig, RootConfig
-from devall_cli.tools.kinds.settings import McpLocalConfig, McpRemoteConfig
+from devall_cli.tools.kinds.mcp_local import McpLocalConfig
+from devall_cli.tools.kinds.mcp_remote import McpRemoteConfig
 from devall_cli.tools.mcp_direct import DirectLocalSource
 from devall_cli.tools.mcp_local import LocalSource
 from devall_cli.tools.mcp_remote import RemoteSource

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from devall_cli.tools.base import TextBlock, ToolResult
-from devall_cli.tools.kinds.settings import McpLocalConfig
+from devall_cli.tools.kinds.mcp_local import McpLocalConfig
 from devall_cli.tools.mcp_direct import DirectLocalSource
 from devall_cli.tools.mcp_local import LocalSource
 from tests.servers.serve import pid_gone

@@ -13,7 +13,7 @@ import pytest
 
 from devall_cli.errors import ExitCode, ServerDiedError, ServerStartError
 from devall_cli.tools.base import TextBlock, ToolResult
-from devall_cli.tools.kinds.settings import McpLocalConfig
+from devall_cli.tools.kinds.mcp_local import McpLocalConfig
 from devall_cli.tools.mcp_direct import DirectLocalSource
 from devall_cli.tools.mcp_local import LocalSource
 from tests.servers.serve import pid_gone

@@ -11,7 +11,7 @@ import pytest
 
 from devall_cli.errors import ServerDiedError
 from devall_cli.tools.base import TextBlock, ToolResult
-from devall_cli.tools.kinds.settings import McpRemoteConfig
+from devall_cli.tools.kinds.mcp_remote import McpRemoteConfig
 from devall_cli.tools.mcp_remote import RemoteSource, uses_sse
 from tests.servers.serve import (
     FIXTURE_SERVER,

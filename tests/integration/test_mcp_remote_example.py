@@ -12,7 +12,7 @@ import pytest
 
 from devall_cli.tools.attachments import AttachmentStore
 from devall_cli.tools.base import AttachmentBlock, ResourceLinkBlock, TextBlock
-from devall_cli.tools.kinds.settings import McpRemoteConfig
+from devall_cli.tools.kinds.mcp_remote import McpRemoteConfig
 from devall_cli.tools.mcp_remote import RemoteSource
 from tests.servers.serve import EXAMPLE_SERVER, ServerProcess, server_env, wait_no_children
 

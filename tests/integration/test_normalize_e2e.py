@@ -23,7 +23,7 @@ from devall_cli.tools.base import (
     TextBlock,
     ToolResult,
 )
-from devall_cli.tools.kinds.settings import McpRemoteConfig
+from devall_cli.tools.kinds.mcp_remote import McpRemoteConfig
 from devall_cli.tools.mcp_remote import RemoteSource
 from devall_cli.tools.mcp_session import McpSessionSource
 from devall_cli.tools.normalize import render_for_model

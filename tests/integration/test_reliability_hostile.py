@@ -22,7 +22,7 @@ import pytest
 from devall_cli.errors import ExitCode, ProtocolError
 from devall_cli.procs.process_groups import live_child_pids
 from devall_cli.tools.base import TextBlock, ToolResult
-from devall_cli.tools.kinds.settings import McpLocalConfig
+from devall_cli.tools.kinds.mcp_local import McpLocalConfig
 from devall_cli.tools.manager import ToolManager
 from devall_cli.tools.mcp_direct import DirectLocalSource
 from devall_cli.tools.mcp_local import LocalSource

@@ -26,7 +26,8 @@ import pytest
 
 from devall_cli.tools.base import DataBlock, ResourceLinkBlock, TextBlock
 from devall_cli.tools.kinds.client_settings import McpClientConfig
-from devall_cli.tools.kinds.settings import McpLocalConfig, McpRemoteConfig
+from devall_cli.tools.kinds.mcp_local import McpLocalConfig
+from devall_cli.tools.kinds.mcp_remote import McpRemoteConfig
 from devall_cli.tools.mcp_direct import DirectLocalSource
 from devall_cli.tools.mcp_local import LocalSource
 from devall_cli.tools.mcp_remote import RemoteSource

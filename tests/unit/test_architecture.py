@@ -124,7 +124,7 @@ def module_name(path: Path) -> str:
 
 
 def package_of(module: str) -> str:
-    """`devall_cli.tools.kinds.builtin` -> `tools`; `devall_cli.errors` -> `errors`."""
+    """`devall_cli.tools.kinds.mcp_local` -> `tools`; `devall_cli.errors` -> `errors`."""
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else ""
 

@@ -21,6 +21,7 @@ from devall_cli.config.schema import (
     get_mapping,
     opt_int,
     opt_str,
+    opt_str_list,
 )
 from devall_cli.config.yaml_source import KeyPath
 from devall_cli.text import suggest
@@ -148,3 +149,15 @@ def client_shapes() -> dict[str, Schema]:
     """The nested blocks of the client keys (`roots`), for `devall schema`."""
     root = keys_object(_ROOT_KEYS, strict=True)
     return {"roots": array_of({"anyOf": [{"type": "string"}, root]})}
+
+
+DEFAULT_TOOL_SOURCES = ("mcp_tools",)
+
+
+def tool_sources_of(ck: Checker, config: dict[str, Any], path: KeyPath) -> tuple[str, ...]:
+    """`tool_sources`: one name or a list (ChatDev accepts a single name too)."""
+    value = config.get("tool_sources")
+    if isinstance(value, str):  # ChatDev accepts a single name too
+        return (value,)
+    sources = opt_str_list(ck, config, "tool_sources", path, DEFAULT_TOOL_SOURCES)
+    return tuple(s.strip() for s in sources if s.strip())

@@ -26,7 +26,8 @@ from devall_cli.config.schema import Checker, describe, get_mapping
 from devall_cli.config.yaml_source import KeyPath, SourceDocument, format_path
 from devall_cli.errors import ConfigError, ConfigIssue
 from devall_cli.redaction import is_secret_name
-from devall_cli.tools.kinds.builtin import parse_mcp_local, parse_mcp_remote
+from devall_cli.tools.kinds.mcp_local import parse_mcp_local
+from devall_cli.tools.kinds.mcp_remote import parse_mcp_remote
 
 MAX_FILE_BYTES = 1_000_000
 _PLACEHOLDER = re.compile(r"\$\{(?:(env|input):)?([A-Za-z_][A-Za-z0-9_.-]*)(?::-([^}]*))?\}")

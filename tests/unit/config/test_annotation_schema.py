@@ -15,7 +15,7 @@ from devall_cli.config.functions import (
     FunctionResolutionError,
     resolve_function_tools,
 )
-from devall_cli.tools.kinds.settings import FunctionRef
+from devall_cli.tools.kinds.function import FunctionRef
 from tests.conftest import DATA_DIR
 
 TYPED = DATA_DIR / "functions" / "typed"

@@ -12,7 +12,7 @@ from devall_cli.config.function_catalog import FunctionCatalog
 from devall_cli.config.function_dirs import CONDITIONS, TOOLS, locate, tools_folder
 from devall_cli.config.function_loading import FunctionResolutionError, load_named
 from devall_cli.config.functions import resolve_functions
-from devall_cli.tools.kinds.settings import FunctionRef
+from devall_cli.tools.kinds.function import FunctionRef
 
 
 def write(path: Path, text: str) -> Path:

@@ -16,7 +16,7 @@ from devall_cli.config.functions import (
     load_function,
     resolve_function_tools,
 )
-from devall_cli.tools.kinds.settings import FunctionRef
+from devall_cli.tools.kinds.function import FunctionRef
 from tests.conftest import DATA_DIR, REPO_ROOT
 
 BASIC = DATA_DIR / "functions" / "basic"

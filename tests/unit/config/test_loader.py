@@ -14,7 +14,9 @@ from devall_cli.nodes.agent_settings import AgentConfig
 from devall_cli.nodes.literal import LiteralConfig
 from devall_cli.nodes.passthrough import PassthroughConfig
 from devall_cli.redaction import Redactor
-from devall_cli.tools.kinds.settings import FunctionToolingConfig, McpLocalConfig, McpRemoteConfig
+from devall_cli.tools.kinds.function import FunctionToolingConfig
+from devall_cli.tools.kinds.mcp_local import McpLocalConfig
+from devall_cli.tools.kinds.mcp_remote import McpRemoteConfig
 from devall_cli.workflow.loader import load_workflow, mask_issue, validate_workflow
 
 

@@ -8,8 +8,8 @@ from typing import Any
 
 from devall_cli.errors import ConfigIssue
 from devall_cli.nodes.agent_settings import AgentConfig
+from devall_cli.tools.kinds.mcp_remote import McpRemoteConfig
 from devall_cli.tools.kinds.oauth_settings import OAuthConfig, signing_algorithm
-from devall_cli.tools.kinds.settings import McpRemoteConfig
 from devall_cli.workflow.loader import load_workflow, validate_workflow
 
 

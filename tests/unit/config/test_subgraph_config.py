@@ -15,7 +15,7 @@ from devall_cli.config.yaml_source import load_source
 from devall_cli.errors import ConfigIssue
 from devall_cli.nodes.literal import LiteralConfig
 from devall_cli.nodes.subgraph import SubgraphConfig
-from devall_cli.tools.kinds.settings import McpLocalConfig
+from devall_cli.tools.kinds.mcp_local import McpLocalConfig
 from devall_cli.workflow.loader import load_workflow, validate_workflow
 
 

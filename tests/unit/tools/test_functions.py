@@ -14,7 +14,7 @@ from devall_cli.errors import ConfigError
 from devall_cli.tools.attachments import AttachmentStore
 from devall_cli.tools.base import AttachmentBlock, TextBlock, ToolResult
 from devall_cli.tools.functions import FunctionSource
-from devall_cli.tools.kinds.settings import FunctionRef, FunctionToolingConfig
+from devall_cli.tools.kinds.function import FunctionRef, FunctionToolingConfig
 from tests.conftest import DATA_DIR
 
 BASIC = DATA_DIR / "functions" / "basic"

@@ -6,8 +6,8 @@ import httpx
 
 from devall_cli.errors import ServerStartError, ServerUnreachableError
 from devall_cli.providers.http_client import translate_httpx_error
-from devall_cli.tools.kinds.builtin import remote_name
-from devall_cli.tools.kinds.settings import McpLocalConfig, McpRemoteConfig
+from devall_cli.tools.kinds.mcp_local import McpLocalConfig
+from devall_cli.tools.kinds.mcp_remote import McpRemoteConfig, remote_name
 from devall_cli.tools.start_hints import local_start_hint, remote_start_hint
 
 WHERE = "graph.nodes[0].config.tooling[0].config"

@@ -1,0 +1,203 @@
+"""`type: mcp_local`: a local MCP server program spoken to over stdio (SPEC.md §4)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+from devall_cli.config.model import EMPTY, frozen_mapping
+from devall_cli.config.schema import (
+    Checker,
+    KeySpec,
+    check_keys,
+    describe,
+    opt_bool,
+    opt_int,
+    opt_number,
+    opt_regex,
+    opt_str,
+    opt_str_list,
+    opt_str_map,
+)
+from devall_cli.config.yaml_source import KeyPath
+from devall_cli.redaction import flag_secrets
+from devall_cli.tools.kinds.client_settings import (
+    CLIENT_KEYS,
+    DEFAULT_CLIENT,
+    McpClientConfig,
+    client_shapes,
+    parse_client_config,
+    tool_sources_of,
+)
+from devall_cli.tools.kinds.registry import TOOLING_TYPES, ToolingType
+from devall_cli.tools.start_hints import local_start_hint
+
+if TYPE_CHECKING:
+    from devall_cli.tools.base import ToolSource
+    from devall_cli.tools.plan import SourceContext
+
+
+@dataclass(frozen=True)
+class McpLocalConfig:
+    """`tooling[].config` of `type: mcp_local`."""
+
+    command: str
+    args: tuple[str, ...] = ()
+    cwd: str | None = None  # absolute after loading (relative paths resolve against the workflow)
+    env: Mapping[str, str] = EMPTY
+    inherit_env: bool = True
+    startup_timeout: float = 10.0
+    wait_for_log: str | None = None
+    cache_ttl: float = 0.0
+    tool_sources: tuple[str, ...] = ("mcp_tools",)
+    max_concurrency: int = 1
+    call_timeout: float = 60.0
+    max_restarts: int = 1
+    client: McpClientConfig = DEFAULT_CLIENT  # elicitation, sampling, roots, log_level
+
+    def identity(self) -> tuple[Any, ...]:
+        """Entries with the same identity share one process per run."""
+        return (
+            "mcp_local",
+            self.command,
+            self.args,
+            self.cwd,
+            tuple(sorted(self.env.items())),
+            self.inherit_env,
+            self.startup_timeout,
+            self.wait_for_log,
+            self.client,
+        )
+
+    def display_target(self) -> str:
+        """The command line, as shown in tables and traces."""
+        import shlex
+
+        return shlex.join([self.command, *self.args])
+
+
+_LOCAL_KEYS = KeySpec(
+    known=frozenset(
+        {
+            "command",
+            "args",
+            "cwd",
+            "env",
+            "inherit_env",
+            "startup_timeout",
+            "wait_for_log",
+            "cache_ttl",
+            "tool_sources",
+            "max_concurrency",
+            "call_timeout",
+            "max_restarts",
+        }
+    )
+    | CLIENT_KEYS
+)
+
+
+def parse_mcp_local(ck: Checker, config: dict[str, Any], path: KeyPath) -> McpLocalConfig | None:
+    """`type: mcp_local`: a local program spoken to over stdio, kept alive for the run."""
+    check_keys(ck, config, path, _LOCAL_KEYS)
+    command = opt_str(ck, config, "command", path, required=True)
+    args = _args(ck, config, path)
+    ck.secrets.update(flag_secrets(args))
+    cwd = _cwd(ck, config, path)
+    env = opt_str_map(ck, config, "env", path, secret_names=True)
+    settings = McpLocalConfig(
+        command=command or "",
+        args=args,
+        cwd=cwd,
+        env=frozen_mapping(env),
+        inherit_env=opt_bool(ck, config, "inherit_env", path, True),
+        startup_timeout=opt_number(ck, config, "startup_timeout", path, 10.0, positive=True),
+        wait_for_log=opt_regex(ck, config, "wait_for_log", path),
+        cache_ttl=opt_number(ck, config, "cache_ttl", path, 0.0, minimum=0),
+        tool_sources=tool_sources_of(ck, config, path),
+        max_concurrency=opt_int(ck, config, "max_concurrency", path, 1, minimum=1),
+        call_timeout=opt_number(ck, config, "call_timeout", path, 60.0, positive=True),
+        max_restarts=opt_int(ck, config, "max_restarts", path, 1, minimum=0),
+        client=parse_client_config(ck, config, path),
+    )
+    return settings if command is not None else None
+
+
+def _args(ck: Checker, config: dict[str, Any], path: KeyPath) -> tuple[str, ...]:
+    value = config.get("args")
+    if isinstance(value, str):
+        ck.error(
+            (*path, "args"),
+            f"args must be a list of text items, got {describe(value)} "
+            f"(write args: [{value!r}] or one item per argument)",
+        )
+        return ()
+    return opt_str_list(ck, config, "args", path)
+
+
+def _cwd(ck: Checker, config: dict[str, Any], path: KeyPath) -> str | None:
+    cwd = opt_str(ck, config, "cwd", path)
+    if cwd is None or not cwd.strip():
+        return None
+    resolved = (ck.file_dir / os.path.expanduser(cwd.strip())).resolve()
+    if not resolved.is_dir():
+        ck.warning((*path, "cwd"), f"cwd {resolved} is not a directory; the server will not start")
+    return str(resolved)
+
+
+def make_local_source(source_id: str, settings: McpLocalConfig, ctx: SourceContext) -> ToolSource:
+    """A supervised local server process (spoken to by the light client where it is enough)."""
+    from devall_cli.tools.head_start import local_log_path, uses_direct_client
+
+    if uses_direct_client(ctx):
+        from devall_cli.tools.mcp_direct import DirectLocalSource as LocalSource
+    else:
+        from devall_cli.tools.mcp_local import LocalSource  # type: ignore[assignment]
+
+    return LocalSource(
+        id=source_id,
+        config=settings,
+        store=ctx.store,
+        on_log=ctx.on_log,
+        log_path=local_log_path(source_id, ctx.run_dir),
+        on_restart=ctx.on_restart,
+        redact=ctx.redact,
+        events=ctx.events,
+        elicitor=ctx.elicitor,
+        workflow_dir=ctx.workflow_dir,
+        process=ctx.head_start.take(source_id) if ctx.head_start is not None else None,
+        stop_at_once=ctx.stop_at_once,
+    )
+
+
+def make_local_process(source_id: str, settings: McpLocalConfig, ctx: SourceContext) -> Any:
+    """The local server's process, spawned before the MCP client stack is imported."""
+    from devall_cli.tools.head_start import new_local_process
+
+    return new_local_process(source_id, settings, ctx)
+
+
+def local_name(settings: McpLocalConfig) -> str:
+    """The script's name, else the command's."""
+    scripts = [a for a in settings.args if not a.startswith("-")]
+    return PurePosixPath(scripts[-1]).stem if scripts else PurePosixPath(settings.command).name
+
+
+TOOLING_TYPES.register(
+    ToolingType(
+        "mcp_local",
+        parse_mcp_local,
+        "a local MCP server program spoken to over stdio",
+        keys=_LOCAL_KEYS,
+        make_source=make_local_source,
+        early_process=make_local_process,
+        base_name=local_name,
+        cache_ttl=lambda settings: settings.cache_ttl,
+        start_hint=local_start_hint,
+        timeout_status="startup_timeout",  # the process did not get ready
+        shapes=client_shapes,
+    )
+)
