@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from devall_cli.cli.app import app
+from tests import helpers
 from tests.cli.batch_flows import (
     LLM_KEY,
     fixture_tooling,
@@ -28,8 +29,8 @@ from tests.servers.fake_llm import FakeLLM
 
 
 def invoke(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
-    result = CliRunner().invoke(app, ["batch", *args], input=stdin)
-    return result.exit_code, result.stdout, result.stderr
+    """`devall batch ARGS`, in-process."""
+    return helpers.invoke("batch", *args, stdin=stdin)
 
 
 @pytest.fixture

@@ -13,11 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
 from devall_cli import limits
-from devall_cli.cli.app import app
 from tests.conftest import REPO_ROOT
+from tests.helpers import events, invoke
 from tests.servers.fake_llm import FakeLLM
 from tests.servers.serve import pid_gone
 
@@ -37,20 +36,9 @@ def llm() -> Iterator[FakeLLM]:
         yield fake
 
 
-def invoke(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(app, list(args))
-    return result.exit_code, result.stdout, result.stderr
-
-
 def write(path: Path, text: str) -> Path:
     path.write_text(textwrap.dedent(text).lstrip())
     return path
-
-
-def events(run_dir: Path, kind: str | None = None) -> list[dict[str, Any]]:
-    lines = (run_dir / "events.jsonl").read_text().splitlines()
-    found = [json.loads(line) for line in lines]
-    return [e for e in found if kind is None or e["kind"] == kind]
 
 
 def result(run_dir: Path) -> dict[str, Any]:

@@ -18,10 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from devall_cli.cli.app import app
 from tests.conftest import REPO_ROOT
+from tests.helpers import events, invoke
 from tests.servers.fake_anthropic import FakeAnthropic
 from tests.servers.fake_gemini import FakeGemini
 from tests.servers.fake_llm import FakeLLM
@@ -43,11 +42,6 @@ def provider(request: pytest.FixtureRequest) -> str:
 def fake(provider: str) -> Iterator[Any]:
     with FAKES[provider](api_key=KEY) as server:  # type: ignore[call-arg]
         yield server
-
-
-def invoke(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(app, list(args))
-    return result.exit_code, result.stdout, result.stderr
 
 
 def workflow(
@@ -76,10 +70,6 @@ def workflow(
     file = path / "wf.yaml"
     file.write_text(json.dumps(document, indent=1))
     return file
-
-
-def events(run_dir: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
 
 
 def written(run_dir: Path) -> dict[str, str]:

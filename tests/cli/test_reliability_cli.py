@@ -18,9 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from devall_cli.cli.app import app
+from tests.helpers import events, invoke
 from tests.servers.fake_llm import FakeLLM
 from tests.servers.serve import FIXTURE_SERVER, SERVERS_DIR, ServerProcess, free_port
 
@@ -41,26 +40,13 @@ def remote() -> Iterator[ServerProcess]:
         yield server
 
 
-@pytest.fixture(autouse=True)
-def _no_process_left() -> Iterator[None]:
-    """Every server a run starts is gone (and reaped) once the command returns."""
-    before = set(children())
-    yield
-    left = set(children()) - before
-    for pid in left:
-        os.kill(pid, 9)
-    assert not left, f"processes left behind: {left}"
+pytestmark = pytest.mark.usefixtures("no_process_left")
 
 
 @pytest.fixture
 def llm() -> Iterator[FakeLLM]:
     with FakeLLM() as fake:
         yield fake
-
-
-def invoke(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(app, list(args))
-    return result.exit_code, result.stdout, result.stderr
 
 
 def local_tooling(script: Path, *args: str, prefix: str = "", **settings: Any) -> str:
@@ -103,10 +89,6 @@ def workflow(tmp_path: Path, *tooling: str, llm: FakeLLM | None = None, **config
     path = tmp_path / "wf.yaml"
     path.write_text(json.dumps(document, indent=1))  # JSON is YAML
     return path
-
-
-def events(run_dir: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
 
 
 def of_kind(run_dir: Path, kind: str) -> list[dict[str, Any]]:

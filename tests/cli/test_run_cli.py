@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from devall_cli.cli.app import app
 from tests.conftest import REPO_ROOT
+from tests.helpers import invoke
 from tests.servers.fake_llm import FakeLLM
 from tests.servers.serve import FIXTURE_SERVER, ServerProcess, free_port
 
@@ -32,11 +33,6 @@ def llm() -> Iterator[FakeLLM]:
 def remote() -> Iterator[ServerProcess]:
     with ServerProcess(FIXTURE_SERVER) as server:
         yield server
-
-
-def invoke(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(app, list(args))
-    return result.exit_code, result.stdout, result.stderr
 
 
 def local(extra: str = "") -> str:

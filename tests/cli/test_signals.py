@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import events
 from tests.servers.serve import SERVERS_DIR, pid_gone
 
 SPAWNER = SERVERS_DIR / "spawner_server.py"
@@ -30,13 +31,6 @@ def wait_for(predicate: object, timeout: float) -> bool:
             return True
         time.sleep(0.05)
     return False
-
-
-def events(run_dir: Path) -> list[dict[str, object]]:
-    path = run_dir / "events.jsonl"
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])

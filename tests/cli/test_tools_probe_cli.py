@@ -11,17 +11,11 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
-from typer.testing import CliRunner
 
-from devall_cli.cli.app import app
+from tests.helpers import invoke
 from tests.servers.serve import FIXTURE_SERVER, SERVERS_DIR, ServerProcess, free_port, live_children
 
 NEVER_READY = SERVERS_DIR / "never_ready_server.py"
-
-
-def invoke(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(app, list(args))
-    return result.exit_code, result.stdout, result.stderr
 
 
 @pytest.fixture

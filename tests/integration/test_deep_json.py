@@ -15,20 +15,16 @@ from typing import Any
 import pytest
 
 from devall_cli.config.model import McpLocalConfig, McpRemoteConfig
-from devall_cli.tools.base import TextBlock
 from devall_cli.tools.json_limits import MAX_INT_DIGITS, MAX_NESTING
 from devall_cli.tools.mcp_direct import DirectLocalSource
 from devall_cli.tools.mcp_local import LocalSource
 from devall_cli.tools.mcp_remote import RemoteSource
+from tests.helpers import text_of
 from tests.servers.serve import SERVERS_DIR, ServerProcess
 
 TRICKY = SERVERS_DIR / "tricky_server.py"
 DEEP_RESULT = SERVERS_DIR / "deep_result_server.py"
 CALL_TIMEOUT = 5.0
-
-
-def text_of(result: Any) -> str:
-    return "\n".join(block.text for block in result.blocks if isinstance(block, TextBlock))
 
 
 async def started(

@@ -17,9 +17,10 @@ import pytest
 
 from devall_cli.config.model import McpLocalConfig
 from devall_cli.errors import ExitCode, ProtocolError
-from devall_cli.tools.base import DataBlock, TextBlock, ToolResult
+from devall_cli.tools.base import DataBlock
 from devall_cli.tools.mcp_direct import HANDSHAKE_VERSIONS, DirectLocalSource
 from devall_cli.tools.mcp_local import LocalSource
+from tests.helpers import text_of
 from tests.servers.serve import pid_gone
 
 RAW = Path(__file__).resolve().parents[1] / "servers" / "raw_server.py"
@@ -49,10 +50,6 @@ async def raw(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[F
         pid = source.pid
         await source.close()
         assert pid is None or pid_gone(pid)
-
-
-def text_of(result: ToolResult) -> str:
-    return "\n".join(b.text for b in result.blocks if isinstance(b, TextBlock))
 
 
 async def test_every_page_of_the_listing_is_read(raw: Factory) -> None:

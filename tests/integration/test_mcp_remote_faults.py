@@ -4,30 +4,25 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 
 import pytest
 
 from devall_cli.config.model import McpRemoteConfig
 from devall_cli.errors import ExitCode, ServerDiedError, ServerUnreachableError
-from devall_cli.tools.base import TextBlock, ToolResult
 from devall_cli.tools.mcp_remote import RemoteSource
+from tests.helpers import text_of
 from tests.servers.serve import (
     FIXTURE_SERVER,
     HANG_SERVER,
     SERVERS_DIR,
     ServerProcess,
     free_port,
-    wait_no_children,
 )
 
 SECRET = "Bearer do-not-print-me"
 
 
-@pytest.fixture(autouse=True)
-def _no_process_left() -> Iterator[None]:
-    yield
-    assert wait_no_children() == [], "a server process outlived its test"
+pytestmark = pytest.mark.usefixtures("no_process_left")
 
 
 class Logs:
@@ -46,10 +41,6 @@ class Logs:
 def remote(url: str, logs: Logs | None = None, *, timeout: float = 5.0) -> RemoteSource:
     config = McpRemoteConfig(server=url, headers={"Authorization": SECRET}, timeout=timeout)
     return RemoteSource(id="web", config=config, on_log=logs)
-
-
-def text_of(result: ToolResult) -> str:
-    return "\n".join(b.text for b in result.blocks if isinstance(b, TextBlock))
 
 
 async def test_unreachable_url_fails_after_three_list_attempts() -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,7 @@ from tests.servers.fixture_server import (
     png_bytes,
     wav_bytes,
 )
-from tests.servers.serve import FIXTURE_SERVER, ServerProcess, wait_no_children
+from tests.servers.serve import FIXTURE_SERVER, ServerProcess
 
 
 class FixtureStdioSource(McpSessionSource):
@@ -46,10 +46,7 @@ class FixtureStdioSource(McpSessionSource):
         return StdioTransport(sys.executable, [str(FIXTURE_SERVER)], keep_alive=False)
 
 
-@pytest.fixture(autouse=True)
-def _no_process_left() -> Iterator[None]:
-    yield
-    assert wait_no_children() == [], "a server process outlived its test"
+pytestmark = pytest.mark.usefixtures("no_process_left")
 
 
 @pytest.fixture(params=["stdio", "http"])

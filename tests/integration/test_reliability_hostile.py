@@ -22,12 +22,13 @@ import pytest
 from devall_cli.config.loader import load_workflow
 from devall_cli.config.model import McpLocalConfig
 from devall_cli.errors import ExitCode, ProtocolError
-from devall_cli.tools.base import TextBlock, ToolResult
+from devall_cli.tools.base import TextBlock
 from devall_cli.tools.manager import ToolManager
 from devall_cli.tools.mcp_direct import DirectLocalSource
 from devall_cli.tools.mcp_local import LocalSource
 from devall_cli.tools.process_groups import live_child_pids
 from devall_cli.tools.stdio_process import LINE_LIMIT
+from tests.helpers import text_of
 
 HOSTILE = Path(__file__).resolve().parents[1] / "servers" / "hostile_server.py"
 READY = "hostile server ready"
@@ -69,10 +70,6 @@ async def source(request: pytest.FixtureRequest) -> AsyncIterator[tuple[LocalSou
     await src.start()
     yield src, lines
     await src.close()
-
-
-def text_of(result: ToolResult) -> str:
-    return "\n".join(b.text for b in result.blocks if isinstance(b, TextBlock))
 
 
 # The answer each hostile tool gives, and what devall makes of it.

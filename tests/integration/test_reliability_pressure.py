@@ -18,10 +18,11 @@ from pathlib import Path
 import pytest
 
 from devall_cli.config.loader import load_workflow
-from devall_cli.tools.base import TextBlock, ToolResult
+from devall_cli.tools.base import ToolResult
 from devall_cli.tools.manager import ToolManager
 from devall_cli.tools.mcp_remote import REMOTE_MAX_CONCURRENCY
 from devall_cli.tools.process_groups import watcher_pid
+from tests.helpers import text_of
 from tests.servers.serve import FIXTURE_SERVER, ServerProcess, live_children
 
 CALLS = 20
@@ -63,10 +64,6 @@ def workflow_file(tmp_path: Path, url: str) -> Path:
     path = tmp_path / "wf.yaml"
     path.write_text(textwrap.dedent(text))
     return path
-
-
-def text_of(result: ToolResult) -> str:
-    return "\n".join(b.text for b in result.blocks if isinstance(b, TextBlock))
 
 
 def tag_and_peak(result: ToolResult) -> tuple[str, int]:

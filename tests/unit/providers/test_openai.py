@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import time
 
 import pytest
@@ -10,6 +9,7 @@ import pytest
 from devall_cli.config.model import frozen_mapping
 from devall_cli.errors import ExitCode, LLMHTTPError, LLMUnreachableError
 from devall_cli.tools.base import ToolSpec
+from tests.helpers import free_port
 from tests.servers.fake_llm import FakeLLM, FakeReply
 from tests.unit.providers.conftest import SECRET_KEY, MakeProvider, agent_config
 
@@ -35,12 +35,6 @@ def rand_tool() -> ToolSpec:
         server="python server.py",
         source_id="local-1",
     )
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 # --- request shape ------------------------------------------------------------------------------
