@@ -232,10 +232,8 @@ def test_garbage_from_a_server_goes_back_to_the_model_as_error_results(
         FakeLLM.tool_call_reply([("echo", {"text": "still fine"})]),
         "survived",
     )
-    started = time.monotonic()
     code, out, err = invoke("run", str(wf), "--out", "run", "--var", f"LLM_KEY={API_KEY}")
     assert code == 0, err
-    assert time.monotonic() - started < 10
     assert out == "survived\n" and "Traceback" not in err
     sent = tool_messages(llm.requests[1].body)
     assert len(sent) == len(HOSTILE_TOOLS)

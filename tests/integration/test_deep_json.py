@@ -8,7 +8,6 @@ neither restarted nor stopped.
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -73,9 +72,8 @@ async def test_a_response_devall_cannot_take_fails_the_call_at_once(
 ) -> None:
     source, lines = tricky
     pid = source.pid
-    begun = time.monotonic()
     result = await source.call_tool(tool, arguments)
-    assert time.monotonic() - begun < CALL_TIMEOUT  # answered, not timed out
+    # answered and refused: a call that timed out would be a "timeout" result
     assert result.is_error and result.error_class == "invalid_result", text_of(result)
     assert words in text_of(result)
     assert any(words in line for line in lines), lines  # and the log says what was dropped
