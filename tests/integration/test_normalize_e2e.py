@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -49,8 +49,17 @@ class FixtureStdioSource(McpSessionSource):
 pytestmark = pytest.mark.usefixtures("no_process_left")
 
 
+@pytest.fixture(scope="module")
+def http_server() -> Iterator[ServerProcess]:
+    """One HTTP fixture server for the module: its tools answer the same every time."""
+    with ServerProcess(FIXTURE_SERVER) as server:
+        yield server
+
+
 @pytest.fixture(params=["stdio", "http"])
-async def source(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[McpSessionSource]:
+async def source(
+    request: pytest.FixtureRequest, tmp_path: Path, http_server: ServerProcess
+) -> AsyncIterator[McpSessionSource]:
     store = AttachmentStore(tmp_path / "run")
     if request.param == "stdio":
         src: McpSessionSource = FixtureStdioSource(
@@ -59,10 +68,9 @@ async def source(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
         yield src
         await src.close()
         return
-    with ServerProcess(FIXTURE_SERVER) as server:
-        src = RemoteSource(id="fx", config=McpRemoteConfig(server=server.url), store=store)
-        yield src
-        await src.close()
+    src = RemoteSource(id="fx", config=McpRemoteConfig(server=http_server.url), store=store)
+    yield src
+    await src.close()
 
 
 def only(result: ToolResult) -> Any:
