@@ -25,7 +25,7 @@ from tests.servers.fake_anthropic import FakeAnthropic
 from tests.servers.fake_gemini import FakeGemini
 from tests.servers.fake_llm import FakeLLM
 from tests.servers.fixture_server import png_bytes
-from tests.servers.serve import FIXTURE_SERVER, free_port
+from tests.servers.serve import SERVERS_DIR, free_port
 
 KEY = "key-e2e-7c6b5a4d3e2f1a0b"
 FAKES: dict[str, type[FakeLLM]] = {"gemini": FakeGemini, "anthropic": FakeAnthropic}
@@ -44,6 +44,9 @@ def fake(provider: str) -> Iterator[Any]:
         yield server
 
 
+RAW = SERVERS_DIR / "raw_server.py"
+
+
 def workflow(
     path: Path, provider: str, base_url: str, *, tools: bool = True, **config: Any
 ) -> Path:
@@ -57,7 +60,9 @@ def workflow(
         **config,
     }
     if tools:
-        server = {"command": sys.executable, "args": [str(FIXTURE_SERVER)], "wait_for_log": "ready"}
+        # The stdlib server: the tools are what the model is offered, not what is tested.
+        args = [str(RAW), "--fixture"]
+        server = {"command": sys.executable, "args": args, "wait_for_log": "ready"}
         node["tooling"] = [{"type": "mcp_local", "config": server}]
     document = {
         "graph": {

@@ -33,6 +33,10 @@ TOKEN = "tok-reliability-8f2d6b4e0a"
 # --- helpers -----------------------------------------------------------------------------------
 
 
+# The stdlib server, for what devall does with a local server (not what the server is built on).
+RAW = SERVERS_DIR / "raw_server.py"
+
+
 @pytest.fixture(scope="module")
 def remote() -> Iterator[ServerProcess]:
     """One HTTP fixture server shared by the tests of this module (none depends on its state)."""
@@ -140,7 +144,7 @@ def long_run_workflow(tmp_path: Path, url: str, turns: int, per_turn: int) -> Pa
     script.append({"content": "last: {tool_result}"})
     return workflow(
         tmp_path,
-        local_tooling(FIXTURE_SERVER, prefix="loc", max_concurrency=4),
+        local_tooling(RAW, "--fixture", prefix="loc", max_concurrency=4),
         remote_tooling(url, prefix="web"),
         script=script,
         params={"tool_loop_limit": turns + 1},
@@ -189,7 +193,7 @@ def test_forty_calls_of_one_turn_each_come_back_to_their_own_call(
 ) -> None:
     wf = workflow(
         tmp_path,
-        local_tooling(FIXTURE_SERVER, prefix="loc", max_concurrency=4),
+        local_tooling(RAW, "--fixture", prefix="loc", max_concurrency=4),
         remote_tooling(remote.url, prefix="web"),
         llm=llm,
     )
@@ -411,7 +415,7 @@ def test_symlinks_in_the_run_directory_are_never_followed(tmp_path: Path) -> Non
     (run / "servers" / "fx.log").symlink_to(outside / "fx.log")
     (run / "attachments").symlink_to(outside / "attachments")
     script = [{"tool_calls": [{"name": "fx_image", "arguments": {}}]}, {"content": "{tool_result}"}]
-    wf = workflow(tmp_path, local_tooling(FIXTURE_SERVER, prefix="fx"), script=script)
+    wf = workflow(tmp_path, local_tooling(RAW, "--fixture", prefix="fx"), script=script)
     code, out, err = invoke("run", str(wf), "--out", str(run))
     assert code == 0, err
     for name, text in originals.items():
@@ -420,7 +424,7 @@ def test_symlinks_in_the_run_directory_are_never_followed(tmp_path: Path) -> Non
     # devall's own files replaced the links; the attachment was refused, visibly.
     for name in ("events.jsonl", "result.json", "servers/fx.log"):
         assert not (run / name).is_symlink() and (run / name).stat().st_size > 0, name
-    assert "fixture server ready" in (run / "servers" / "fx.log").read_text()
+    assert "raw server ready" in (run / "servers" / "fx.log").read_text()
     assert out.startswith("[failed to save image content from image:")
     assert "not a plain folder" in out
 

@@ -13,7 +13,8 @@ Tools: `tool_<i>` (one a page) answer `called tool_<i>`; `shaped` declares an ou
 Fixture tools, at a fraction of a FastMCP server's start-up cost: `echo {text}`, `add {a, b}`,
 `fail {message}` (a tool error), `sleep {seconds, tag}` (answered on a thread of its own, so calls
 overlap; reports progress when the call carries a progressToken and answers `<tag> peak=<most
-calls in flight so far>`), `slow {seconds}` (the same, answering `slept <seconds>`), `peak`,
+calls in flight so far>`), `track` (the same as `sleep`, by the name fixture_server.py gives it),
+`slow {seconds}` (the same, answering `slept <seconds>`), `peak`,
 `stall {seconds}` (holds the whole server still), `env {name}`, `counter` (handshakes answered),
 `image` (a PNG) and `structured` (structured content only).
 """
@@ -65,9 +66,11 @@ def tool(number: int, with_schema: bool) -> dict[str, Any]:
 
 
 def _schema(**properties: str) -> dict[str, Any]:
+    """An object schema of `name=type` properties, every one of them required."""
     return {
         "type": "object",
         "properties": {name: {"type": kind} for name, kind in properties.items()},
+        "required": list(properties),
     }
 
 
@@ -82,6 +85,11 @@ FIXTURE_TOOLS = [
     {
         "name": "sleep",
         "description": "Sleep (calls overlap), reporting progress.",
+        "inputSchema": _schema(seconds="number", tag="string"),
+    },
+    {
+        "name": "track",
+        "description": "Sleep (calls overlap), counted as running.",
         "inputSchema": _schema(seconds="number", tag="string"),
     },
     {
@@ -163,7 +171,7 @@ def sleep_call(request_id: Any, params: dict[str, Any]) -> None:
         with Sleeps.lock, open(Sleeps.record, "a", encoding="utf-8") as out:
             out.write(json.dumps({**stamp, "peak": peak}) + "\n")
     said = (
-        f"{tag} peak={peak}" if params["name"] == "sleep" else f"slept {arguments.get('seconds')}"
+        f"{tag} peak={peak}" if params["name"] != "slow" else f"slept {arguments.get('seconds')}"
     )
     send({"jsonrpc": "2.0", "id": request_id, "result": text(said)})
 
@@ -250,7 +258,7 @@ def main() -> None:
             if page + 1 < options.pages:
                 result["nextCursor"] = str(page + 1)
             send({"jsonrpc": "2.0", "id": request_id, "result": result})
-        elif method == "tools/call" and params.get("name") in ("sleep", "slow"):
+        elif method == "tools/call" and params.get("name") in ("sleep", "track", "slow"):
             threading.Thread(target=sleep_call, args=(request_id, params), daemon=True).start()
         elif method == "tools/call" and params.get("name") in {t["name"] for t in FIXTURE_TOOLS}:
             arguments = params.get("arguments") or {}
