@@ -267,6 +267,7 @@ def test_secrets_in_task_vars_are_masked_in_every_record(tmp_path: Path) -> None
 # --- shared servers -------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # a soak test: `make test` runs it, `make test-fast` does not
 def test_one_server_process_serves_a_fifty_task_batch(tmp_path: Path) -> None:
     turns = [
         {"tool_calls": [{"name": "track", "arguments": {"seconds": 0.02, "tag": "{input}"}}]},
@@ -331,6 +332,7 @@ def test_tasks_share_identical_servers_and_get_their_own_for_other_vars(tmp_path
     ]
 
 
+@pytest.mark.slow
 def test_the_offline_demo_runs_as_a_batch_of_eight(tmp_path: Path) -> None:
     """`devall batch workflows/demo_offline.yaml tasks.jsonl --concurrency 8`, as README shows."""
     bin_dir = Path(sys.executable).parent

@@ -151,6 +151,7 @@ def long_run_workflow(tmp_path: Path, url: str, turns: int, per_turn: int) -> Pa
     )
 
 
+@pytest.mark.slow  # a soak test: `make test` runs it, `make test-fast` does not
 def test_a_thousand_calls_leave_fds_memory_and_processes_flat(
     tmp_path: Path, remote: ServerProcess
 ) -> None:

@@ -72,6 +72,7 @@ def tag_and_peak(result: ToolResult) -> tuple[str, int]:
     return match.group("tag"), int(match.group("peak"))
 
 
+@pytest.mark.slow  # a soak test: `make test` runs it, `make test-fast` does not
 async def test_twenty_concurrent_calls_per_server_are_matched_and_bounded(
     tmp_path: Path, remote: ServerProcess
 ) -> None:
