@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 import time
 from collections.abc import AsyncIterator, Callable
@@ -75,9 +76,7 @@ def fixture(*args: str, **settings: Any) -> McpLocalConfig:
 async def test_start_list_and_call_with_log_file(make_source: Factory, tmp_path: Path) -> None:
     logs = Logs()
     log_path = tmp_path / "run" / "servers" / "local.log"
-    source = make_source(
-        fixture(wait_for_log=FIXTURE_READY), on_log=logs, log_path=log_path
-    )
+    source = make_source(fixture(wait_for_log=FIXTURE_READY), on_log=logs, log_path=log_path)
     info = await source.start()
     assert info.server_name == "raw server"
     assert info.connect_ms > 0
@@ -177,9 +176,19 @@ async def _peak_of_four_concurrent_sleeps(source: LocalSource) -> int:
     return int(text_of(await source.call_tool("peak", {})))
 
 
-async def test_max_concurrency_two_runs_four_calls_in_two_rounds(make_source: Factory) -> None:
-    source = make_source(fixture(max_concurrency=2, wait_for_log=FIXTURE_READY))
+async def test_max_concurrency_two_runs_four_calls_in_two_rounds(
+    make_source: Factory, tmp_path: Path
+) -> None:
+    record = tmp_path / "calls.jsonl"  # the server's start and end stamp of each call
+    source = make_source(fixture("--record", str(record), max_concurrency=2))
     assert await _peak_of_four_concurrent_sleeps(source) == 2
+    calls = sorted(
+        (json.loads(line) for line in record.read_text().splitlines()),
+        key=lambda call: call["start"],
+    )
+    assert [call["in_flight"] for call in calls[:2]] == [1, 2]
+    # the second round began only as a call of the first ended
+    assert calls[2]["start"] >= min(call["end"] for call in calls[:2])
 
 
 async def test_max_concurrency_four_runs_four_calls_at_once(make_source: Factory) -> None:

@@ -48,6 +48,8 @@ _SEND = threading.Lock()  # calls answered on threads of their own write whole l
 
 
 def send(message: dict[str, Any]) -> None:
+    if "serverInfo" in (message.get("result") or {}):
+        Seen.handshakes += 1
     with _SEND:
         sys.stdout.write(json.dumps(message) + "\n")
         sys.stdout.flush()
@@ -136,13 +138,14 @@ def text(value: str, *, error: bool = False) -> dict[str, Any]:
     return result
 
 
-class Sleeps:
-    """Sleeping calls in flight, the most there ever were, and where each is recorded."""
+class Seen:
+    """What the server has seen: sleeping calls in flight, the most there ever were, handshakes."""
 
     lock = threading.Lock()
     active = 0
     peak = 0
     record: str | None = None
+    handshakes = 0  # initialize requests answered (counted as they are sent)
 
 
 def sleep_call(request_id: Any, params: dict[str, Any]) -> None:
@@ -151,10 +154,10 @@ def sleep_call(request_id: Any, params: dict[str, Any]) -> None:
     seconds = float(arguments.get("seconds", 0))
     tag = str(arguments.get("tag", ""))
     token = (params.get("_meta") or {}).get("progressToken")
-    with Sleeps.lock:
-        Sleeps.active += 1
-        Sleeps.peak = max(Sleeps.peak, Sleeps.active)
-        in_flight = Sleeps.active
+    with Seen.lock:
+        Seen.active += 1
+        Seen.peak = max(Seen.peak, Seen.active)
+        in_flight = Seen.active
     start = time.time()
     if token is not None:
         for step in (1, 2):
@@ -163,16 +166,14 @@ def sleep_call(request_id: Any, params: dict[str, Any]) -> None:
             send({"jsonrpc": "2.0", "method": "notifications/progress", "params": params_out})
     else:
         time.sleep(seconds)
-    with Sleeps.lock:
-        Sleeps.active -= 1
-        peak = Sleeps.peak
-    if Sleeps.record:
+    with Seen.lock:
+        Seen.active -= 1
+        peak = Seen.peak
+    if Seen.record:
         stamp = {"tag": tag, "start": start, "end": time.time(), "in_flight": in_flight}
-        with Sleeps.lock, open(Sleeps.record, "a", encoding="utf-8") as out:
+        with Seen.lock, open(Seen.record, "a", encoding="utf-8") as out:
             out.write(json.dumps({**stamp, "peak": peak}) + "\n")
-    said = (
-        f"{tag} peak={peak}" if params["name"] != "slow" else f"slept {arguments.get('seconds')}"
-    )
+    said = f"{tag} peak={peak}" if params["name"] != "slow" else f"slept {arguments.get('seconds')}"
     send({"jsonrpc": "2.0", "id": request_id, "result": text(said)})
 
 
@@ -185,7 +186,7 @@ def fixture_result(name: str, arguments: dict[str, Any], handshakes: int) -> dic
     if name == "fail":
         return text(str(arguments.get("message", "failed")), error=True)
     if name == "peak":
-        return text(str(Sleeps.peak))
+        return text(str(Seen.peak))
     if name == "stall":
         time.sleep(float(arguments.get("seconds", 0)))  # nothing is read or answered meanwhile
         return text(f"stalled {arguments.get('seconds')}")
@@ -222,8 +223,7 @@ def main() -> None:
     parser.add_argument("--fixture", action="store_true")
     parser.add_argument("--record", default=None)
     options = parser.parse_args()
-    Sleeps.record = options.record
-    handshakes = 0
+    Seen.record = options.record
     print("raw server ready", file=sys.stderr, flush=True)
     asked_id = 1000
     while (message := receive()) is not None:
@@ -246,7 +246,6 @@ def main() -> None:
                 "serverInfo": {"name": "raw server", "version": "1"},
             }
             send({"jsonrpc": "2.0", "id": request_id, "result": result})
-            handshakes += 1
         elif method == "tools/list":
             page = int(params.get("cursor") or 0)
             tools = [tool(page, not options.no_schema)]
@@ -262,7 +261,7 @@ def main() -> None:
             threading.Thread(target=sleep_call, args=(request_id, params), daemon=True).start()
         elif method == "tools/call" and params.get("name") in {t["name"] for t in FIXTURE_TOOLS}:
             arguments = params.get("arguments") or {}
-            result = fixture_result(params["name"], arguments, handshakes)
+            result = fixture_result(params["name"], arguments, Seen.handshakes)
             send({"jsonrpc": "2.0", "id": request_id, "result": result})
         elif method == "tools/call":
             asked = None
