@@ -27,6 +27,7 @@ from devall_cli.cli.app import app
 from tests.cli.test_reliability_cli import (
     API_KEY,
     HOSTILE,
+    RAW,
     events,
     invoke,
     local_tooling,
@@ -336,18 +337,18 @@ def test_planted_hard_links_are_never_written_through(tmp_path: Path) -> None:
         os.link(victim, run_dir / name)
         victims[name] = victim
     script = [{"tool_calls": [{"name": "fx_image", "arguments": {}}]}, {"content": "done"}]
-    wf = workflow(tmp_path, local_tooling(FIXTURE_SERVER, prefix="fx"), script=script)
+    wf = workflow(tmp_path, local_tooling(RAW, "--fixture", prefix="fx"), script=script)
     code, _, err = invoke("run", str(wf), "--out", str(run_dir))
     assert code == 0, err
     for name, victim in victims.items():
         assert victim.read_text() == "not yours\n", name
         assert (run_dir / name).stat().st_ino != victim.stat().st_ino, name
-    assert "fixture server ready" in (run_dir / "servers" / "fx.log").read_text()
+    assert "raw server ready" in (run_dir / "servers" / "fx.log").read_text()
 
 
 def test_run_files_are_private_to_their_owner(tmp_path: Path) -> None:
     script = [{"tool_calls": [{"name": "fx_image", "arguments": {}}]}, {"content": "done"}]
-    wf = workflow(tmp_path, local_tooling(FIXTURE_SERVER, prefix="fx"), script=script)
+    wf = workflow(tmp_path, local_tooling(RAW, "--fixture", prefix="fx"), script=script)
     code, _, err = invoke("run", str(wf), "--out", "run")
     assert code == 0, err
     files = [p for p in Path("run").rglob("*") if p.is_file()]
