@@ -25,14 +25,19 @@ def remote() -> Iterator[ServerProcess]:
         yield server
 
 
-def local_tooling(prefix: str, script: Path = FIXTURE_SERVER, extra: str = "") -> str:
+# The stdlib server with its fixture tools: what these tests probe and call is devall.
+RAW = SERVERS_DIR / "raw_server.py"
+
+
+def local_tooling(prefix: str, script: Path = RAW, extra: str = "") -> str:
+    args = f'"{script}", "--fixture"' if script == RAW else f'"{script}"'
     return f"""
               - type: mcp_local
                 prefix: {prefix}
                 config:
                   command: "{sys.executable}"
-                  args: ["{script}"]
-                  wait_for_log: fixture server ready
+                  args: [{args}]
+                  wait_for_log: raw server ready
                   {extra}"""
 
 
