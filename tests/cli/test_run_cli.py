@@ -162,7 +162,7 @@ def test_independent_branches_run_concurrently(tmp_path: Path) -> None:
     calls = [e["ts"] for e in events if e["kind"] == "tool.call"]
     results = [e["ts"] for e in events if e["kind"] == "tool.result"]
     assert len(calls) == 2 and len(results) == 2
-    assert max(results) - min(calls) < 1.8  # both 1 s calls overlapped
+    assert max(calls) < min(results)  # both calls went out before either answer came back
 
 
 def test_secrets_never_appear_in_any_output(
