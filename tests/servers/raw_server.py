@@ -16,7 +16,8 @@ overlap; reports progress when the call carries a progressToken and answers `<ta
 calls in flight so far>`), `track` (the same as `sleep`, by the name fixture_server.py gives it),
 `slow {seconds}` (the same, answering `slept <seconds>`), `peak`,
 `stall {seconds}` (holds the whole server still), `env {name}`, `counter` (handshakes answered),
-`image` (a PNG) and `structured` (structured content only).
+`image` (a PNG), `structured` (structured content only), `pid` (the server's process id) and
+`die` (exits with status 7 in the middle of the call, without answering).
 """
 
 from __future__ import annotations
@@ -113,6 +114,8 @@ FIXTURE_TOOLS = [
     {"name": "counter", "description": "Handshakes answered.", "inputSchema": _schema()},
     {"name": "image", "description": "A small PNG.", "inputSchema": _schema()},
     {"name": "structured", "description": "Structured content only.", "inputSchema": _schema()},
+    {"name": "pid", "description": "The server's process id.", "inputSchema": _schema()},
+    {"name": "die", "description": "Exit with status 7 mid-call.", "inputSchema": _schema()},
 ]
 STRUCTURED = {"answer": 42, "items": ["a", "b"], "nested": {"ok": True}}
 
@@ -199,6 +202,11 @@ def fixture_result(name: str, arguments: dict[str, Any], handshakes: int) -> dic
         return {"content": [{"type": "image", "data": data, "mimeType": "image/png"}]}
     if name == "structured":
         return {"content": [], "structuredContent": STRUCTURED}
+    if name == "pid":
+        return text(str(os.getpid()))
+    if name == "die":
+        print("die server: going down with status 7", file=sys.stderr, flush=True)
+        os._exit(7)
     return None
 
 

@@ -102,8 +102,8 @@ async def test_a_call_in_flight_fails_fast_when_the_process_dies() -> None:
     proc = await _started("die_mid_call_server.py", "die server ready")
     try:
         async with Client(SupervisedStdioTransport(proc), init_timeout=10, timeout=60) as client:
-            pid = (await client.call_tool("pid", {})).data
-            assert pid == proc.pid
+            answered = await client.call_tool("pid", {})
+            assert int(answered.content[0].text) == proc.pid  # type: ignore[union-attr]
             with pytest.raises(MCPError, match="Connection closed"):
                 # At the death, not at the minute's request timeout (30 s guards a hang).
                 await asyncio.wait_for(client.call_tool("die", {}), 30)
