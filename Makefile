@@ -9,7 +9,7 @@ RAY_STAMP := $(VENV)/.installed-ray
 CONFORMANCE := tests/conformance
 CONF_STAMP  := $(CONFORMANCE)/node_modules/.installed
 
-.PHONY: demo test lint bench bench-tools venv clean chromium conformance conformance-deps npm-servers
+.PHONY: demo test test-fast lint bench bench-tools venv clean chromium conformance conformance-deps npm-servers
 
 # MCP servers from npm that the tests run against, installed into a folder of the project.
 NPM_SERVERS := .npm-servers
@@ -36,6 +36,11 @@ demo: $(STAMP)
 
 test: $(STAMP) $(RAY_STAMP) $(CONF_STAMP) npm-servers chromium
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile
+
+# The edit loop: everything but the tests marked slow (soak, Ray clusters, conformance). CI runs
+# `make test`.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile -m "not slow"
 
 npm-servers: $(EVERYTHING)
 

@@ -7,6 +7,7 @@ import ipaddress
 import os
 import signal
 import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -65,6 +66,27 @@ def _no_child_left() -> Iterator[None]:
             os.killpg(pid, signal.SIGKILL)
         unregister(pid)
     assert not leaked, f"server processes left running: {leaked}"
+
+
+@pytest.fixture
+def no_process_left() -> Iterator[None]:
+    """Every process a test started, by any means, is gone (and reaped) once it ends.
+
+    Wider than the guard above, which knows only the servers devall registers: this one sees
+    every child of the test process. Children that were there before the test (a server a module
+    or session fixture shares) are not the test's. Leftovers are killed, then fail the test.
+    """
+    from tests.servers.serve import live_children
+
+    before = set(live_children())
+    yield
+    deadline = time.monotonic() + 5  # a process being torn down may take a moment to be reaped
+    while (left := set(live_children()) - before) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for pid in left:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    assert not left, f"processes left behind: {left}"
 
 
 # Where the providers look for keys and endpoints when a workflow names none.

@@ -10,18 +10,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from typer.testing import CliRunner
-
-from devall_cli.cli.app import app
+from tests.helpers import events as events
+from tests.helpers import invoke as invoke  # re-exported
 from tests.servers.fake_llm import FakeLLM
 
 LLM_KEY = "sk-loops-test-2f9c41"
-
-
-def invoke(*args: str) -> tuple[int, str, str]:
-    """Run `devall ARGS`: exit code, stdout, stderr."""
-    result = CliRunner().invoke(app, list(args))
-    return result.exit_code, result.stdout, result.stderr
 
 
 def llm_agent(node_id: str, llm: FakeLLM, **extra: Any) -> dict[str, Any]:
@@ -76,12 +69,6 @@ def write_flow(
     path = folder / "flow.yaml"
     path.write_text(json.dumps(document, indent=1))
     return path
-
-
-def events(run_dir: Path, kind: str) -> list[dict[str, Any]]:
-    """The events of one kind in the run's events.jsonl."""
-    lines = (run_dir / "events.jsonl").read_text().splitlines()
-    return [e for e in map(json.loads, lines) if e["kind"] == kind]
 
 
 def result(run_dir: Path) -> dict[str, Any]:

@@ -8,7 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.cli.mcp_targets import RESOURCES_SERVER, devall, local_command
+from tests.cli.mcp_targets import RESOURCES_SERVER, local_command
+from tests.helpers import cli
 from tests.servers.serve import ServerProcess
 
 
@@ -19,12 +20,12 @@ def remote() -> Iterator[ServerProcess]:
 
 
 def test_tools_list_and_call_on_a_command_name_the_server_by_its_script() -> None:
-    listed = devall("tools", "list", "--command", local_command(), "--json")
+    listed = cli("tools", "list", "--command", local_command(), "--json")
     assert listed.returncode == 0, listed.stderr
     (row,) = json.loads(listed.stdout)
     assert row["name"] == "ping" and row["nodes"] == ["resources_server"]
     assert row["source"] == "mcp_local"
-    called = devall(
+    called = cli(
         "tools", "call", "--command", local_command(), "ping", "--env", "RES_MARKER=-from-env"
     )
     assert called.returncode == 0 and called.stdout == "pong-from-env\n", called.stderr
@@ -33,13 +34,13 @@ def test_tools_list_and_call_on_a_command_name_the_server_by_its_script() -> Non
 def test_cwd_and_wait_for_log_go_with_command() -> None:
     command = f"{sys.executable} {RESOURCES_SERVER.name}"
     cwd = str(RESOURCES_SERVER.parent)
-    probe = devall(
+    probe = cli(
         "probe", "--command", command, "--cwd", cwd, "--wait-for-log", "server ready", "--json"
     )
     assert probe.returncode == 0, probe.stdout + probe.stderr
     (row,) = json.loads(probe.stdout)["servers"]
     assert row["id"] == "resources_server" and row["status"] == "ok"
-    never = devall(
+    never = cli(
         "tools",
         "list",
         "--command",
@@ -53,11 +54,11 @@ def test_cwd_and_wait_for_log_go_with_command() -> None:
 
 
 def test_tools_on_a_url_with_headers(remote: ServerProcess) -> None:
-    called = devall(
+    called = cli(
         "tools", "call", "--url", remote.url, "--header", "Authorization: Bearer t0ps3cret", "ping"
     )
     assert called.returncode == 0 and called.stdout == "pong\n", called.stderr
-    listed = devall("tools", "list", "--url", remote.url, "--json")
+    listed = cli("tools", "list", "--url", remote.url, "--json")
     assert listed.returncode == 0, listed.stderr
     assert json.loads(listed.stdout)[0]["nodes"] == [f"127.0.0.1:{remote.port}"]
 
@@ -73,6 +74,6 @@ def test_tools_on_a_url_with_headers(remote: ServerProcess) -> None:
     ],
 )
 def test_bad_ad_hoc_options_are_usage_errors(args: list[str], message: str) -> None:
-    result = devall(*args)
+    result = cli(*args)
     assert result.returncode == 2 and message in result.stderr, result.stderr
     assert "Traceback" not in result.stderr

@@ -17,10 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from devall_cli.cli.app import app
 from tests.conftest import REPO_ROOT
+from tests.helpers import events, invoke
 from tests.servers.fake_llm import FakeLLM
 from tests.servers.serve import free_port
 
@@ -43,18 +42,8 @@ def examples(tmp_path: Path) -> Path:
     return folder
 
 
-def invoke(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(app, list(args))
-    return result.exit_code, result.stdout, result.stderr
-
-
 def run(path: Path, task: str, out: Path, *args: str) -> tuple[int, str, str]:
     return invoke("run", str(path), "--task", task, "--out", str(out), *args)
-
-
-def events(out: Path, kind: str) -> list[dict[str, Any]]:
-    lines = (out / "events.jsonl").read_text().splitlines()
-    return [e for e in map(json.loads, lines) if e["kind"] == kind]
 
 
 def result(out: Path) -> dict[str, Any]:

@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from devall_cli.cli.app import app
+from tests import helpers
 from tests.cli.batch_flows import (
     LLM_KEY,
     fixture_tooling,
@@ -28,8 +29,8 @@ from tests.servers.fake_llm import FakeLLM
 
 
 def invoke(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
-    result = CliRunner().invoke(app, ["batch", *args], input=stdin)
-    return result.exit_code, result.stdout, result.stderr
+    """`devall batch ARGS`, in-process."""
+    return helpers.invoke("batch", *args, stdin=stdin)
 
 
 @pytest.fixture
@@ -266,6 +267,7 @@ def test_secrets_in_task_vars_are_masked_in_every_record(tmp_path: Path) -> None
 # --- shared servers -------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # a soak test: `make test` runs it, `make test-fast` does not
 def test_one_server_process_serves_a_fifty_task_batch(tmp_path: Path) -> None:
     turns = [
         {"tool_calls": [{"name": "track", "arguments": {"seconds": 0.02, "tag": "{input}"}}]},
@@ -330,6 +332,7 @@ def test_tasks_share_identical_servers_and_get_their_own_for_other_vars(tmp_path
     ]
 
 
+@pytest.mark.slow
 def test_the_offline_demo_runs_as_a_batch_of_eight(tmp_path: Path) -> None:
     """`devall batch workflows/demo_offline.yaml tasks.jsonl --concurrency 8`, as README shows."""
     bin_dir = Path(sys.executable).parent

@@ -123,7 +123,8 @@ class TreeWatch:
         assert outside == []
 
 
-def _wait_gone(watch: TreeWatch, seconds: float = 10.0) -> list[int]:
+def _wait_gone(watch: TreeWatch, seconds: float = 60.0) -> list[int]:
+    """The processes of the tree still there after `seconds` (a hang guard: Ray takes its time)."""
     deadline = time.monotonic() + seconds
     while watch.survivors() and time.monotonic() < deadline:
         time.sleep(0.1)

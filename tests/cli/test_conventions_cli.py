@@ -7,7 +7,6 @@ import os
 import pty
 import re
 import select
-import socket
 import subprocess
 import sys
 import textwrap
@@ -17,6 +16,7 @@ from pathlib import Path
 
 import jsonschema
 
+from tests.helpers import devall, free_port
 from tests.servers.fake_llm import FakeLLM
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,19 +27,6 @@ INVALID = ROOT / "tests" / "data" / "invalid"
 # The venv's bin/ first, so that `python` in a workflow finds fastmcp (as `make demo` does).
 ENV = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", "NO_COLOR": "1"}
 RUN_FILES = re.compile(r"^run files: (\S+)/$")
-
-
-def devall(
-    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 60
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(DEVALL), *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=env or ENV,
-        timeout=timeout,
-    )
 
 
 def write(path: Path, text: str) -> Path:
@@ -263,12 +250,6 @@ def test_verbose_shows_a_tool_result_whole_wrapped_not_cut(tmp_path: Path) -> No
 
 
 # --- errors say how to fix them ----------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def test_an_unreachable_server_is_named_as_written_with_a_hint(tmp_path: Path) -> None:

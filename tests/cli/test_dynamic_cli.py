@@ -11,10 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from devall_cli.cli.app import app
 from tests.conftest import REPO_ROOT
+from tests.helpers import events, invoke
 from tests.servers.fake_llm import FakeLLM
 from tests.servers.serve import FIXTURE_SERVER
 
@@ -26,11 +25,6 @@ API_KEY = "sk-dynamic-5c1e9a7b3d"
 def llm() -> Iterator[FakeLLM]:
     with FakeLLM() as fake:
         yield fake
-
-
-def invoke(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(app, list(args))
-    return result.exit_code, result.stdout, result.stderr
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -49,10 +43,6 @@ def model(llm: FakeLLM, role: str) -> str:
 
 def users(request_body: dict[str, Any]) -> list[str]:
     return [m["content"] for m in request_body["messages"] if m["role"] == "user"]
-
-
-def events(run_dir: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
 
 
 def fan_out_flow(tmp_path: Path, llm: FakeLLM, *, map_parallel: int = 1) -> Path:

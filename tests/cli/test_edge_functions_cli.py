@@ -8,24 +8,18 @@ from __future__ import annotations
 
 import json
 import textwrap
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from devall_cli.cli.app import app
 from devall_cli.errors import ExitCode
 from tests.conftest import REPO_ROOT
+from tests.helpers import events, invoke
 from tests.servers.fake_llm import FakeLLM
 
 EXAMPLES = REPO_ROOT / "workflows" / "examples" / "edge_functions"
-
-
-def invoke(*args: str, env: Mapping[str, str] | None = None) -> tuple[int, str, str]:
-    result = CliRunner().invoke(app, list(args), env=dict(env or {}))
-    return result.exit_code, result.stdout, result.stderr
 
 
 def write(path: Path, text: str) -> Path:
@@ -48,11 +42,6 @@ def node_outputs(out: Path) -> dict[str, list[str]]:
         node["id"]: [text for visit in node["visits"] for text in visit["outputs"]]
         for node in result(out)["nodes"]
     }
-
-
-def events(out: Path, kind: str) -> list[dict[str, Any]]:
-    lines = (out / "events.jsonl").read_text().splitlines()
-    return [e for e in map(json.loads, lines) if e["kind"] == kind]
 
 
 @pytest.fixture

@@ -8,8 +8,6 @@ arguments are checked against the function's schema before it is called.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -18,6 +16,7 @@ from typing import Any
 import pytest
 
 from tests.cli.test_reliability_cli import invoke, of_kind, workflow
+from tests.helpers import devall
 
 DEVALL = Path(sys.executable).parent / "devall"
 
@@ -81,14 +80,6 @@ def function_tooling(*names: str, timeout: float | None = None) -> str:
     if timeout is not None:
         config["timeout"] = timeout
     return json.dumps({"type": "function", "config": config})
-
-
-def devall(*args: str, timeout: float = 20) -> subprocess.CompletedProcess[str]:
-    """The installed command in a subprocess: a module that ends or hangs its process is safe."""
-    env = {**os.environ, "NO_COLOR": "1"}
-    return subprocess.run(
-        [str(DEVALL), *args], capture_output=True, text=True, timeout=timeout, env=env
-    )
 
 
 GREET_SCHEMA = {

@@ -13,11 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
 from devall_cli import limits
-from devall_cli.cli.app import app
 from tests.conftest import REPO_ROOT
+from tests.helpers import events, invoke
 from tests.servers.fake_llm import FakeLLM
 from tests.servers.serve import pid_gone
 
@@ -37,20 +36,9 @@ def llm() -> Iterator[FakeLLM]:
         yield fake
 
 
-def invoke(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(app, list(args))
-    return result.exit_code, result.stdout, result.stderr
-
-
 def write(path: Path, text: str) -> Path:
     path.write_text(textwrap.dedent(text).lstrip())
     return path
-
-
-def events(run_dir: Path, kind: str | None = None) -> list[dict[str, Any]]:
-    lines = (run_dir / "events.jsonl").read_text().splitlines()
-    found = [json.loads(line) for line in lines]
-    return [e for e in found if kind is None or e["kind"] == kind]
 
 
 def result(run_dir: Path) -> dict[str, Any]:
@@ -133,16 +121,14 @@ def test_running_out_of_replies_fails_the_run_at_that_node(tmp_path: Path) -> No
 def test_without_a_terminal_or_answers_a_human_node_fails_at_once(tmp_path: Path) -> None:
     """A subprocess whose stdin stays open: waiting for it would hang; devall must not."""
     wf = gate_workflow(tmp_path)
-    started = time.monotonic()
-    proc = subprocess.run(
+    proc = subprocess.run(  # the timeout only guards a hang: the run fails at once
         [str(DEVALL), "run", str(wf), "--out", str(tmp_path / "run")],
         stdin=subprocess.PIPE,
         capture_output=True,
         text=True,
-        timeout=30,
+        timeout=60,
     )
     assert proc.returncode == 1, proc.stderr
-    assert time.monotonic() - started < 20
     assert (
         "devall: error: node 'gate' waits for a human reply, but there is no terminal to ask on "
         "and no --answers file\n  run devall on a terminal" in proc.stderr
@@ -372,14 +358,15 @@ def test_a_signal_during_a_script_kills_its_process_group(
         text=True,
     )
     try:
-        deadline = time.monotonic() + 20
-        while not pids_file.exists() and time.monotonic() < deadline:
+        # The deadlines only guard a hang; a loaded machine may take its time.
+        deadline = time.monotonic() + 60
+        while not (pids_file.exists() and pids_file.read_text().endswith("\n")):
+            assert time.monotonic() < deadline, "the script never wrote its child's pid"
             time.sleep(0.05)
-        assert pids_file.exists()
         started = next(e for e in events(run_dir, "code.started"))
         grandchild = int(pids_file.read_text())
         proc.send_signal(signum)
-        out, err = proc.communicate(timeout=15)
+        out, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -387,7 +374,7 @@ def test_a_signal_during_a_script_kills_its_process_group(
     assert proc.returncode == exit_code, err
     assert out == "" and "Traceback" not in err
     assert started["script"] == "code_workspace/run.py"
-    deadline = time.monotonic() + 3
+    deadline = time.monotonic() + 30
     while not pid_gone(grandchild) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert pid_gone(grandchild)

@@ -27,6 +27,7 @@ from devall_cli.cli.app import app
 from tests.cli.test_reliability_cli import (
     API_KEY,
     HOSTILE,
+    RAW,
     events,
     invoke,
     local_tooling,
@@ -69,9 +70,7 @@ def test_a_model_endpoint_that_trickles_is_cut_off_at_the_timeout(
     # take over a minute.
     llm.enqueue(FakeLLM.dripping_reply(0.3, "an answer that takes its time"))
     wf = workflow(tmp_path, llm=llm, params={"timeout": 1, "retries": 0})
-    started = time.monotonic()
-    code, out, err = run(wf)
-    assert time.monotonic() - started < 4
+    code, out, err = run(wf)  # had it waited for the whole body, the run would have succeeded
     assert code == 4, err
     assert out == ""
     assert "devall: error: model endpoint http://127.0.0.1:" in err
@@ -97,8 +96,9 @@ def test_a_remote_call_to_a_hung_server_ends_at_its_timeout(tmp_path: Path) -> N
     assert code == 0, err
     assert out == "gave up: tool 'echo' timed out after 1s\n"
     results = of_kind(Path("run"), "tool.result")
+    # Both at their own 1 s timeout: had the echo waited out the 3 s stall, it would have been
+    # answered.
     assert [r["error_class"] for r in results] == ["timeout", "timeout"]
-    assert all(r["duration_ms"] < 2000 for r in results), [r["duration_ms"] for r in results]
 
 
 # --- input sizes -------------------------------------------------------------------------------
@@ -107,10 +107,9 @@ def test_a_remote_call_to_a_hung_server_ends_at_its_timeout(tmp_path: Path) -> N
 def test_an_env_file_over_the_limit_is_refused_from_its_size(tmp_path: Path) -> None:
     wf = workflow(tmp_path, script=[{"content": "x"}])
     env = sparse(tmp_path / ".env", 2 * 1024 * MB)
-    started = time.monotonic()
     code, _, err = invoke("validate", str(wf))
-    assert time.monotonic() - started < 2
     assert code == 3
+    # The exact size, from the file's metadata: a read up to the limit says "more than".
     assert err.startswith(
         f"devall: error: {env}: the env file is too large: 2147483648 bytes; "
         "env files may hold at most 1 MB (1048576 bytes)"
@@ -149,7 +148,7 @@ def test_a_task_over_the_limit_is_a_usage_error(tmp_path: Path, source: str) -> 
     }[source]
     started = time.monotonic()
     result = CliRunner().invoke(app, ["run", str(wf), "--task-file", path], input=stdin)
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < 30  # a guard only: reading /dev/zero whole never ends
     assert result.exit_code == 2, result.stderr
     size = "1073741824 bytes" if source == "sparse_file" else "more than 10485760 bytes"
     assert result.stderr == (
@@ -338,18 +337,18 @@ def test_planted_hard_links_are_never_written_through(tmp_path: Path) -> None:
         os.link(victim, run_dir / name)
         victims[name] = victim
     script = [{"tool_calls": [{"name": "fx_image", "arguments": {}}]}, {"content": "done"}]
-    wf = workflow(tmp_path, local_tooling(FIXTURE_SERVER, prefix="fx"), script=script)
+    wf = workflow(tmp_path, local_tooling(RAW, "--fixture", prefix="fx"), script=script)
     code, _, err = invoke("run", str(wf), "--out", str(run_dir))
     assert code == 0, err
     for name, victim in victims.items():
         assert victim.read_text() == "not yours\n", name
         assert (run_dir / name).stat().st_ino != victim.stat().st_ino, name
-    assert "fixture server ready" in (run_dir / "servers" / "fx.log").read_text()
+    assert "raw server ready" in (run_dir / "servers" / "fx.log").read_text()
 
 
 def test_run_files_are_private_to_their_owner(tmp_path: Path) -> None:
     script = [{"tool_calls": [{"name": "fx_image", "arguments": {}}]}, {"content": "done"}]
-    wf = workflow(tmp_path, local_tooling(FIXTURE_SERVER, prefix="fx"), script=script)
+    wf = workflow(tmp_path, local_tooling(RAW, "--fixture", prefix="fx"), script=script)
     code, _, err = invoke("run", str(wf), "--out", "run")
     assert code == 0, err
     files = [p for p in Path("run").rglob("*") if p.is_file()]

@@ -11,15 +11,11 @@ from typing import Any
 
 from tests.cli.flows import invoke
 from tests.conftest import REPO_ROOT
+from tests.helpers import events
 from tests.servers.serve import SERVERS_DIR
 
 EXAMPLE = REPO_ROOT / "workflows" / "examples" / "mcp_client_features.yaml"
 PYTHON = f"PYTHON={sys.executable}"
-
-
-def events(run_dir: Path) -> list[dict[str, Any]]:
-    lines = (run_dir / "events.jsonl").read_text().splitlines()
-    return [json.loads(line) for line in lines]
 
 
 def test_the_example_answers_its_server_and_records_every_exchange() -> None:

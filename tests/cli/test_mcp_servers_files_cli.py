@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.mcp_targets import RESOURCES_SERVER, ROOT, devall, write_json
+from tests.cli.mcp_targets import RESOURCES_SERVER, ROOT, write_json
+from tests.helpers import cli
 from tests.servers.serve import ServerProcess
 
 EXAMPLES = ROOT / "workflows" / "examples"
@@ -40,10 +41,10 @@ def test_claude_desktop_file_with_env_placeholders_and_a_disabled_server(tmp_pat
     }
     path = write_json(tmp_path / "claude_desktop_config.json", config)
     extra = {"MARK": "-claude", "TOKEN": "tok-very-secret-1"}
-    probe = devall("probe", "--mcp-config", str(path), "--json", env=extra)
+    probe = cli("probe", "--mcp-config", str(path), "--json", env=extra)
     assert probe.returncode == 0, probe.stdout + probe.stderr
     assert [row["id"] for row in json.loads(probe.stdout)["servers"]] == ["notes"]
-    called = devall("tools", "call", "--mcp-config", str(path), "ping", env=extra)
+    called = cli("tools", "call", "--mcp-config", str(path), "ping", env=extra)
     assert called.returncode == 0 and called.stdout == "pong-claude!\n", called.stderr
 
 
@@ -54,10 +55,10 @@ def test_cursor_file_with_a_remote_server_and_secret_headers(
     config = {"mcpServers": {"web": {"url": remote.url, "headers": headers}, "loc": stdio()}}
     path = write_json(tmp_path / "mcp.json", config)
     env = {"API_TOKEN": "cursor-secret-token-42"}
-    listed = devall("tools", "list", "--mcp-config", str(path), "--json", env=env)
+    listed = cli("tools", "list", "--mcp-config", str(path), "--json", env=env)
     assert listed.returncode == 0, listed.stderr
     assert {row["nodes"][0] for row in json.loads(listed.stdout)} == {"web", "loc"}
-    called = devall("tools", "call", "--mcp-config", str(path), "--server", "web", "ping", env=env)
+    called = cli("tools", "call", "--mcp-config", str(path), "--server", "web", "ping", env=env)
     assert called.returncode == 0 and called.stdout == "pong-http\n", called.stderr
     assert "cursor-secret-token-42" not in listed.stdout + listed.stderr
 
@@ -86,9 +87,9 @@ def test_vscode_jsonc_file_with_inputs_and_workspace_folder(tmp_path: Path) -> N
     """
     path = folder / "mcp.json"
     path.write_text(textwrap.dedent(text))
-    called = devall("tools", "call", "--mcp-config", str(path), "ping", "--var", "mark=-vscode")
+    called = cli("tools", "call", "--mcp-config", str(path), "ping", "--var", "mark=-vscode")
     assert called.returncode == 0 and called.stdout == "pong-vscode\n", called.stderr
-    unset = devall("tools", "list", "--mcp-config", str(path))
+    unset = cli("tools", "list", "--mcp-config", str(path))
     assert unset.returncode == 3
     assert f"{path}:10:" in unset.stderr and "${input:mark}" in unset.stderr
 
@@ -96,7 +97,7 @@ def test_vscode_jsonc_file_with_inputs_and_workspace_folder(tmp_path: Path) -> N
 def test_windsurf_file_with_server_url_over_sse(tmp_path: Path, sse: ServerProcess) -> None:
     config = {"mcpServers": {"events": {"serverUrl": sse.url, "type": "sse"}}}
     path = write_json(tmp_path / "mcp_config.json", config)
-    called = devall("tools", "call", "--mcp-config", str(path), "ping")
+    called = cli("tools", "call", "--mcp-config", str(path), "ping")
     assert called.returncode == 0 and called.stdout == "pong-sse\n", called.stderr
 
 
@@ -112,7 +113,7 @@ def test_bad_file_reports_every_problem_located_exit_3(tmp_path: Path) -> None:
         }
     }
     path = write_json(tmp_path / "bad.json", config)
-    result = devall("probe", "--mcp-config", str(path), drop=("NOPE_UNSET",))
+    result = cli("probe", "--mcp-config", str(path), drop=("NOPE_UNSET",))
     assert result.returncode == 3 and "Traceback" not in result.stderr
     errors = [line for line in result.stderr.splitlines() if line.startswith("devall: error:")]
     expected = [
@@ -140,14 +141,14 @@ def test_bad_file_reports_every_problem_located_exit_3(tmp_path: Path) -> None:
 def test_unusable_files_are_config_errors(tmp_path: Path, text: str, message: str) -> None:
     path = tmp_path / "mcp.json"
     path.write_text(text)
-    result = devall("tools", "list", "--mcp-config", str(path))
+    result = cli("tools", "list", "--mcp-config", str(path))
     assert result.returncode == 3 and message in result.stderr, result.stderr
     assert result.stderr.count("\n") <= 3
 
 
 def test_unknown_server_names_are_listed(tmp_path: Path) -> None:
     path = write_json(tmp_path / "mcp.json", {"mcpServers": {"a": stdio(), "b": stdio()}})
-    result = devall("probe", "--mcp-config", str(path), "--server", "c")
+    result = cli("probe", "--mcp-config", str(path), "--server", "c")
     assert result.returncode == 2 and "no server 'c'" in result.stderr
     assert "servers: a, b" in result.stderr
 
@@ -155,9 +156,9 @@ def test_unknown_server_names_are_listed(tmp_path: Path) -> None:
 def test_mcp_config_example_validates_and_runs(tmp_path: Path) -> None:
     example = str(EXAMPLES / "mcp_config_servers.yaml")
     python = f"PYTHON={sys.executable}"
-    checked = devall("validate", example, "--var", python)
+    checked = cli("validate", example, "--var", python)
     assert checked.returncode == 0, checked.stderr
-    ran = devall("run", example, "--var", python, "--out", str(tmp_path / "run"), cwd=tmp_path)
+    ran = cli("run", example, "--var", python, "--out", str(tmp_path / "run"), cwd=tmp_path)
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.startswith("The die shows ")
     events = (tmp_path / "run" / "events.jsonl").read_text().splitlines()
@@ -188,7 +189,7 @@ def test_mcp_config_problems_are_located_in_the_workflow_and_the_file(tmp_path: 
             """
         )
     )
-    result = devall("validate", str(flow))
+    result = cli("validate", str(flow))
     assert result.returncode == 3, result.stderr
     assert "flow.yaml:12:" in result.stderr and "no server 'zz'" in result.stderr
     assert "servers.json:10:" in result.stderr and "command must be text" in result.stderr

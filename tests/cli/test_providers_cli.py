@@ -18,15 +18,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from devall_cli.cli.app import app
 from tests.conftest import REPO_ROOT
+from tests.helpers import events, invoke
 from tests.servers.fake_anthropic import FakeAnthropic
 from tests.servers.fake_gemini import FakeGemini
 from tests.servers.fake_llm import FakeLLM
 from tests.servers.fixture_server import png_bytes
-from tests.servers.serve import FIXTURE_SERVER, free_port
+from tests.servers.serve import SERVERS_DIR, free_port
 
 KEY = "key-e2e-7c6b5a4d3e2f1a0b"
 FAKES: dict[str, type[FakeLLM]] = {"gemini": FakeGemini, "anthropic": FakeAnthropic}
@@ -45,9 +44,7 @@ def fake(provider: str) -> Iterator[Any]:
         yield server
 
 
-def invoke(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(app, list(args))
-    return result.exit_code, result.stdout, result.stderr
+RAW = SERVERS_DIR / "raw_server.py"
 
 
 def workflow(
@@ -63,7 +60,9 @@ def workflow(
         **config,
     }
     if tools:
-        server = {"command": sys.executable, "args": [str(FIXTURE_SERVER)], "wait_for_log": "ready"}
+        # The stdlib server: the tools are what the model is offered, not what is tested.
+        args = [str(RAW), "--fixture"]
+        server = {"command": sys.executable, "args": args, "wait_for_log": "ready"}
         node["tooling"] = [{"type": "mcp_local", "config": server}]
     document = {
         "graph": {
@@ -76,10 +75,6 @@ def workflow(
     file = path / "wf.yaml"
     file.write_text(json.dumps(document, indent=1))
     return file
-
-
-def events(run_dir: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
 
 
 def written(run_dir: Path) -> dict[str, str]:

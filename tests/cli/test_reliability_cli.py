@@ -18,9 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from devall_cli.cli.app import app
+from tests.helpers import events, invoke
 from tests.servers.fake_llm import FakeLLM
 from tests.servers.serve import FIXTURE_SERVER, SERVERS_DIR, ServerProcess, free_port
 
@@ -34,6 +33,10 @@ TOKEN = "tok-reliability-8f2d6b4e0a"
 # --- helpers -----------------------------------------------------------------------------------
 
 
+# The stdlib server, for what devall does with a local server (not what the server is built on).
+RAW = SERVERS_DIR / "raw_server.py"
+
+
 @pytest.fixture(scope="module")
 def remote() -> Iterator[ServerProcess]:
     """One HTTP fixture server shared by the tests of this module (none depends on its state)."""
@@ -41,26 +44,13 @@ def remote() -> Iterator[ServerProcess]:
         yield server
 
 
-@pytest.fixture(autouse=True)
-def _no_process_left() -> Iterator[None]:
-    """Every server a run starts is gone (and reaped) once the command returns."""
-    before = set(children())
-    yield
-    left = set(children()) - before
-    for pid in left:
-        os.kill(pid, 9)
-    assert not left, f"processes left behind: {left}"
+pytestmark = pytest.mark.usefixtures("no_process_left")
 
 
 @pytest.fixture
 def llm() -> Iterator[FakeLLM]:
     with FakeLLM() as fake:
         yield fake
-
-
-def invoke(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(app, list(args))
-    return result.exit_code, result.stdout, result.stderr
 
 
 def local_tooling(script: Path, *args: str, prefix: str = "", **settings: Any) -> str:
@@ -103,10 +93,6 @@ def workflow(tmp_path: Path, *tooling: str, llm: FakeLLM | None = None, **config
     path = tmp_path / "wf.yaml"
     path.write_text(json.dumps(document, indent=1))  # JSON is YAML
     return path
-
-
-def events(run_dir: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
 
 
 def of_kind(run_dir: Path, kind: str) -> list[dict[str, Any]]:
@@ -158,13 +144,14 @@ def long_run_workflow(tmp_path: Path, url: str, turns: int, per_turn: int) -> Pa
     script.append({"content": "last: {tool_result}"})
     return workflow(
         tmp_path,
-        local_tooling(FIXTURE_SERVER, prefix="loc", max_concurrency=4),
+        local_tooling(RAW, "--fixture", prefix="loc", max_concurrency=4),
         remote_tooling(url, prefix="web"),
         script=script,
         params={"tool_loop_limit": turns + 1},
     )
 
 
+@pytest.mark.slow  # a soak test: `make test` runs it, `make test-fast` does not
 def test_a_thousand_calls_leave_fds_memory_and_processes_flat(
     tmp_path: Path, remote: ServerProcess
 ) -> None:
@@ -207,7 +194,7 @@ def test_forty_calls_of_one_turn_each_come_back_to_their_own_call(
 ) -> None:
     wf = workflow(
         tmp_path,
-        local_tooling(FIXTURE_SERVER, prefix="loc", max_concurrency=4),
+        local_tooling(RAW, "--fixture", prefix="loc", max_concurrency=4),
         remote_tooling(remote.url, prefix="web"),
         llm=llm,
     )
@@ -250,10 +237,8 @@ def test_garbage_from_a_server_goes_back_to_the_model_as_error_results(
         FakeLLM.tool_call_reply([("echo", {"text": "still fine"})]),
         "survived",
     )
-    started = time.monotonic()
     code, out, err = invoke("run", str(wf), "--out", "run", "--var", f"LLM_KEY={API_KEY}")
     assert code == 0, err
-    assert time.monotonic() - started < 10
     assert out == "survived\n" and "Traceback" not in err
     sent = tool_messages(llm.requests[1].body)
     assert len(sent) == len(HOSTILE_TOOLS)
@@ -431,7 +416,7 @@ def test_symlinks_in_the_run_directory_are_never_followed(tmp_path: Path) -> Non
     (run / "servers" / "fx.log").symlink_to(outside / "fx.log")
     (run / "attachments").symlink_to(outside / "attachments")
     script = [{"tool_calls": [{"name": "fx_image", "arguments": {}}]}, {"content": "{tool_result}"}]
-    wf = workflow(tmp_path, local_tooling(FIXTURE_SERVER, prefix="fx"), script=script)
+    wf = workflow(tmp_path, local_tooling(RAW, "--fixture", prefix="fx"), script=script)
     code, out, err = invoke("run", str(wf), "--out", str(run))
     assert code == 0, err
     for name, text in originals.items():
@@ -440,7 +425,7 @@ def test_symlinks_in_the_run_directory_are_never_followed(tmp_path: Path) -> Non
     # devall's own files replaced the links; the attachment was refused, visibly.
     for name in ("events.jsonl", "result.json", "servers/fx.log"):
         assert not (run / name).is_symlink() and (run / name).stat().st_size > 0, name
-    assert "fixture server ready" in (run / "servers" / "fx.log").read_text()
+    assert "raw server ready" in (run / "servers" / "fx.log").read_text()
     assert out.startswith("[failed to save image content from image:")
     assert "not a plain folder" in out
 

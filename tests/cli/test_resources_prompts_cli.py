@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.mcp_targets import RESOURCES_SERVER, devall, local_command
+from tests.cli.mcp_targets import RESOURCES_SERVER, local_command
+from tests.helpers import cli
 from tests.servers.resources_server import LOGO, NOTES
 from tests.servers.serve import ServerProcess
 
@@ -55,16 +56,16 @@ def two_servers(tmp_path: Path, url: str) -> Path:
 
 
 def test_resources_over_stdio_ad_hoc(tmp_path: Path) -> None:
-    listed = devall("resources", "list", "--command", local_command(), "--json")
+    listed = cli("resources", "list", "--command", local_command(), "--json")
     assert listed.returncode == 0, listed.stderr
     rows = json.loads(listed.stdout)
     assert [(r["server"], r["uri"], r["mimeType"]) for r in rows] == [
         ("resources_server", "memo://notes", "text/plain"),
         ("resources_server", "memo://logo.png", "image/png"),
     ]
-    text = devall("resources", "read", "--command", local_command(), "memo://notes")
+    text = cli("resources", "read", "--command", local_command(), "memo://notes")
     assert text.returncode == 0 and text.stdout == NOTES, text.stderr
-    binary = devall(
+    binary = cli(
         "resources", "read", "--command", local_command(), "memo://logo.png", "--json", cwd=tmp_path
     )
     assert binary.returncode == 0, binary.stderr
@@ -72,29 +73,29 @@ def test_resources_over_stdio_ad_hoc(tmp_path: Path) -> None:
     (block,) = document["contents"]
     assert block["type"] == "attachment" and block["mime_type"] == "image/png"
     assert (tmp_path / document["run_dir"] / block["path"]).read_bytes() == LOGO
-    missing = devall("resources", "read", "--command", local_command(), "memo://nope")
+    missing = cli("resources", "read", "--command", local_command(), "memo://nope")
     assert missing.returncode == 1 and "memo://nope" in missing.stderr
 
 
 def test_resources_of_a_workflow_by_node_over_http(tmp_path: Path, remote: ServerProcess) -> None:
     wf = str(two_servers(tmp_path, remote.url))
     drop = ("BASE_URL", "API_KEY")
-    twice = devall("resources", "read", wf, "memo://notes", drop=drop)
+    twice = cli("resources", "read", wf, "memo://notes", drop=drop)
     assert twice.returncode == 2 and "several servers" in twice.stderr, twice.stderr
-    one = devall("resources", "read", wf, "memo://notes", "--node", "web", drop=drop)
+    one = cli("resources", "read", wf, "memo://notes", "--node", "web", drop=drop)
     assert one.returncode == 0 and one.stdout == NOTES + "-http\n", one.stderr
-    templates = devall("resources", "templates", wf, "--node", "loc", drop=drop)
+    templates = cli("resources", "templates", wf, "--node", "loc", drop=drop)
     assert templates.returncode == 0, templates.stderr
     assert "memo://notes/{name}" in templates.stdout and "loc" not in templates.stderr
 
 
 def test_prompts_list_and_get(tmp_path: Path, remote: ServerProcess) -> None:
-    listed = devall("prompts", "list", "--url", remote.url)
+    listed = cli("prompts", "list", "--url", remote.url)
     assert listed.returncode == 0, listed.stderr
     assert "greet" in listed.stdout and "name*, tone" in listed.stdout
-    got = devall("prompts", "get", "--url", remote.url, "greet", "--args", '{"name": "Bo"}')
+    got = cli("prompts", "get", "--url", remote.url, "greet", "--args", '{"name": "Bo"}')
     assert got.returncode == 0 and got.stdout == "user: Greet Bo in a warm tone.-http\n"
-    image = devall(
+    image = cli(
         "prompts", "get", "--command", local_command(), "show_logo", "--json", cwd=tmp_path
     )
     assert image.returncode == 0, image.stderr
@@ -103,5 +104,5 @@ def test_prompts_list_and_get(tmp_path: Path, remote: ServerProcess) -> None:
     assert roles == [("user", "text"), ("user", "attachment")]
     saved = tmp_path / document["run_dir"] / document["messages"][1]["content"]["path"]
     assert saved.read_bytes() == LOGO
-    unknown = devall("prompts", "get", "--url", remote.url, "nope")
+    unknown = cli("prompts", "get", "--url", remote.url, "nope")
     assert unknown.returncode == 2 and "prompts: greet, show_logo" in unknown.stderr

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from devall_cli.cli.app import app
 from tests.conftest import REPO_ROOT
+from tests.helpers import invoke
 from tests.servers.fake_llm import FakeLLM
 from tests.servers.serve import FIXTURE_SERVER, ServerProcess, free_port
 
@@ -28,15 +29,11 @@ def llm() -> Iterator[FakeLLM]:
         yield fake
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def remote() -> Iterator[ServerProcess]:
+    """One HTTP fixture server for the module: its tests only list and call tools."""
     with ServerProcess(FIXTURE_SERVER) as server:
         yield server
-
-
-def invoke(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(app, list(args))
-    return result.exit_code, result.stdout, result.stderr
 
 
 def local(extra: str = "") -> str:
@@ -165,7 +162,7 @@ def test_independent_branches_run_concurrently(tmp_path: Path) -> None:
     calls = [e["ts"] for e in events if e["kind"] == "tool.call"]
     results = [e["ts"] for e in events if e["kind"] == "tool.result"]
     assert len(calls) == 2 and len(results) == 2
-    assert max(results) - min(calls) < 1.8  # both 1 s calls overlapped
+    assert max(calls) < min(results)  # both calls went out before either answer came back
 
 
 def test_secrets_never_appear_in_any_output(

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.test_reliability_cli import (
+    RAW,
     invoke,
     local_tooling,
     remote_tooling,
@@ -54,7 +55,7 @@ def test_ordinary_env_and_header_values_are_never_masked(
     env = {"LOG_LEVEL": "debug", "DB_PASSWORD": "db-pass-0451"}
     wf = workflow(
         tmp_path,
-        local_tooling(FIXTURE_SERVER, prefix="loc", env=env),
+        local_tooling(RAW, "--fixture", prefix="loc", env=env),
         remote_tooling(remote.url, prefix="web", headers={"x-tenant": "1"}),
         script=script,
     )
@@ -117,7 +118,7 @@ def test_a_secret_cut_by_the_trace_preview_leaks_none_of_its_characters(tmp_path
     text = "x" * 590 + secret  # the normal trace shows the first 600 characters
     wf = workflow(
         tmp_path,
-        local_tooling(FIXTURE_SERVER),
+        local_tooling(RAW, "--fixture"),
         script=calls(("echo", {"text": text})),
     )
     code, out, err = invoke("run", str(wf), "--out", "run", "--var", f"SERVICE_TOKEN={secret}")

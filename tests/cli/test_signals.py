@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import events
 from tests.servers.serve import SERVERS_DIR, pid_gone
 
 SPAWNER = SERVERS_DIR / "spawner_server.py"
@@ -30,13 +31,6 @@ def wait_for(predicate: object, timeout: float) -> bool:
             return True
         time.sleep(0.05)
     return False
-
-
-def events(run_dir: Path) -> list[dict[str, object]]:
-    path = run_dir / "events.jsonl"
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
@@ -83,19 +77,16 @@ def test_signal_during_a_tool_call_tears_everything_down(
         assert match, log
         grandchild = int(match.group(1))
         assert alive(server_pid) and alive(grandchild)
-        t0 = time.monotonic()
         proc.send_signal(signum)
-        out, err = proc.communicate(timeout=10)
-        elapsed = time.monotonic() - t0
+        out, err = proc.communicate(timeout=30)  # a hang guard: the tool call takes a minute
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
     assert proc.returncode == code, err
-    assert elapsed < 5.0
     assert "Traceback" not in err and "devall: error: " in err
     assert out == ""
-    assert wait_for(lambda: not alive(server_pid) and not alive(grandchild), 2.0)
+    assert wait_for(lambda: not alive(server_pid) and not alive(grandchild), 30)
     result = json.loads((run_dir / "result.json").read_text())
     assert result["status"] == "interrupted" and result["exit_code"] == code
     assert events(run_dir)[-1]["kind"] == "run.finished"
@@ -150,7 +141,7 @@ def test_sigterm_during_tools_list_leaves_no_server(tmp_path: Path) -> None:
             proc.kill()
             proc.wait()
     assert proc.returncode == 143, err
-    assert wait_for(lambda: not any(alive(pid) for pid in children), 3.0)
+    assert wait_for(lambda: not any(alive(pid) for pid in children), 30)
 
 
 def _ppid(pid: int) -> int:
@@ -189,11 +180,11 @@ def test_sigterm_while_an_async_function_blocks_its_thread(tmp_path: Path) -> No
                   config:
                     provider: scripted
                     script:
-                      - tool_calls: [{name: stuck, arguments: {seconds: 30}}]
+                      - tool_calls: [{name: stuck, arguments: {seconds: 120}}]
                       - content: never reached
                     tooling:
                       - type: function
-                        config: {tools: [{name: stuck}], timeout: 60}
+                        config: {tools: [{name: stuck}], timeout: 300}
             """
         )
     )
@@ -207,16 +198,14 @@ def test_sigterm_while_an_async_function_blocks_its_thread(tmp_path: Path) -> No
     try:
         assert wait_for(lambda: any(e["kind"] == "tool.call" for e in events(run_dir)), 30)
         time.sleep(0.3)  # the function is now inside its blocking call
-        t0 = time.monotonic()
         proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=10)
-        elapsed = time.monotonic() - t0
+        # A hang guard, well short of the two minutes the function blocks for.
+        out, err = proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
     assert proc.returncode == 143, err
-    assert elapsed < 5.0  # not the 30 s the function blocks for
     assert "Traceback" not in err and out == ""
     result = json.loads((run_dir / "result.json").read_text())
     assert result["status"] == "interrupted" and result["exit_code"] == 143

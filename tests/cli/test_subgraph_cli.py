@@ -11,11 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from devall_cli.cli.app import app
 from devall_cli.errors import ExitCode
 from tests.conftest import REPO_ROOT
+from tests.helpers import events, invoke
 from tests.servers.fake_llm import FakeLLM
 
 EXAMPLES = REPO_ROOT / "workflows" / "examples"
@@ -28,19 +27,10 @@ def llm() -> Iterator[FakeLLM]:
         yield fake
 
 
-def invoke(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(app, list(args))
-    return result.exit_code, result.stdout, result.stderr
-
-
 def write(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(textwrap.dedent(text))
     return path
-
-
-def events(run_dir: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
 
 
 def result_nodes(run_dir: Path) -> dict[str, dict[str, Any]]:

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.mcp_targets import RESOURCES_SERVER, devall
+from tests.cli.mcp_targets import RESOURCES_SERVER
+from tests.helpers import cli
 from tests.servers.serve import ServerProcess
 
 MODEL_VARS = ("API_KEY", "BASE_URL", "TOKEN")
@@ -49,15 +50,15 @@ def test_probe_and_listing_skip_unresolved_model_settings(
     tmp_path: Path, remote: ServerProcess
 ) -> None:
     wf = workflow(tmp_path, remote.url)
-    probe = devall("probe", str(wf), "--json", drop=MODEL_VARS)
+    probe = cli("probe", str(wf), "--json", drop=MODEL_VARS)
     assert probe.returncode == 0, probe.stderr
     assert json.loads(probe.stdout)["servers"][0]["status"] == "ok"
-    listing = devall("tools", "list", str(wf), drop=MODEL_VARS)
+    listing = cli("tools", "list", str(wf), drop=MODEL_VARS)
     assert listing.returncode == 0 and "ping" in listing.stdout, listing.stderr
-    called = devall("tools", "call", str(wf), "ping", drop=MODEL_VARS)
+    called = cli("tools", "call", str(wf), "ping", drop=MODEL_VARS)
     assert called.returncode == 0 and called.stdout == "pong\n", called.stderr
     # validate and run still need them
-    checked = devall("validate", str(wf), drop=MODEL_VARS)
+    checked = cli("validate", str(wf), drop=MODEL_VARS)
     assert checked.returncode == 3 and "${API_KEY}" in checked.stderr
 
 
@@ -65,7 +66,7 @@ def test_an_unresolved_tooling_placeholder_is_still_an_error(
     tmp_path: Path, remote: ServerProcess
 ) -> None:
     wf = workflow(tmp_path, remote.url, header="${TOKEN}")
-    result = devall("tools", "list", str(wf), drop=MODEL_VARS)
+    result = cli("tools", "list", str(wf), drop=MODEL_VARS)
     assert result.returncode == 3
     assert "${TOKEN}" in result.stderr and "${API_KEY}" not in result.stderr
 
@@ -74,7 +75,7 @@ def test_a_vars_entry_is_reported_only_when_tooling_needs_it(
     tmp_path: Path, remote: ServerProcess
 ) -> None:
     unused = workflow(tmp_path, remote.url, vars_block="{KEY: '${API_KEY}'}")
-    assert devall("probe", str(unused), drop=MODEL_VARS).returncode == 0
+    assert cli("probe", str(unused), drop=MODEL_VARS).returncode == 0
     used = workflow(tmp_path, remote.url, header="${KEY}", vars_block="{KEY: '${TOKEN}'}")
-    result = devall("probe", str(used), drop=MODEL_VARS)
+    result = cli("probe", str(used), drop=MODEL_VARS)
     assert result.returncode == 3 and "vars.KEY" in result.stderr and "${TOKEN}" in result.stderr

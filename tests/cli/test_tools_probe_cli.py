@@ -11,33 +11,33 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
-from typer.testing import CliRunner
 
-from devall_cli.cli.app import app
+from tests.helpers import invoke
 from tests.servers.serve import FIXTURE_SERVER, SERVERS_DIR, ServerProcess, free_port, live_children
 
 NEVER_READY = SERVERS_DIR / "never_ready_server.py"
 
 
-def invoke(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(app, list(args))
-    return result.exit_code, result.stdout, result.stderr
-
-
-@pytest.fixture
+@pytest.fixture(scope="module")
 def remote() -> Iterator[ServerProcess]:
+    """One HTTP server for the module: its tests only list and call its tools."""
     with ServerProcess(FIXTURE_SERVER) as server:
         yield server
 
 
-def local_tooling(prefix: str, script: Path = FIXTURE_SERVER, extra: str = "") -> str:
+# The stdlib server with its fixture tools: what these tests probe and call is devall.
+RAW = SERVERS_DIR / "raw_server.py"
+
+
+def local_tooling(prefix: str, script: Path = RAW, extra: str = "") -> str:
+    args = f'"{script}", "--fixture"' if script == RAW else f'"{script}"'
     return f"""
               - type: mcp_local
                 prefix: {prefix}
                 config:
                   command: "{sys.executable}"
-                  args: ["{script}"]
-                  wait_for_log: fixture server ready
+                  args: [{args}]
+                  wait_for_log: raw server ready
                   {extra}"""
 
 
@@ -130,23 +130,37 @@ def test_tools_call_usage_errors(tmp_path: Path) -> None:
 
 def test_probe_mixed_servers_concurrently(tmp_path: Path, remote: ServerProcess) -> None:
     dead_url = f"http://127.0.0.1:{free_port()}/mcp"
+    never = local_tooling("never", NEVER_READY, "startup_timeout: 3")
+
+    def stamping(prefix: str) -> str:
+        """A never-ready server that writes its start time to `<prefix>.started`."""
+        args = f'args: ["{NEVER_READY}", "{tmp_path / prefix}.started"]'
+        return never.replace("prefix: never", f"prefix: {prefix}").replace(
+            f'args: ["{NEVER_READY}"]', args
+        )
+
     tooling = (
         remote_tooling("web", remote.url)
         + remote_tooling("dead", dead_url)
-        + local_tooling("never", NEVER_READY, "startup_timeout: 3")
+        + stamping("never")
+        + stamping("never2")
         + local_tooling("loc")
     )
     wf = write(tmp_path, tooling)
     junit = tmp_path / "probe.xml"
     before = set(live_children())
-    t0 = time.monotonic()
     code, out, err = invoke("probe", str(wf), "--json", "--junit", str(junit))
-    elapsed = time.monotonic() - t0
     assert code == 1, err
     doc = json.loads(out)
     assert doc["ok"] is False
     status = {s["id"]: s["status"] for s in doc["servers"]}
-    assert status == {"web": "ok", "dead": "unreachable", "never": "startup_timeout", "loc": "ok"}
+    assert status == {
+        "web": "ok",
+        "dead": "unreachable",
+        "never": "startup_timeout",
+        "never2": "startup_timeout",
+        "loc": "ok",
+    }
     keys = {
         "id",
         "kind",
@@ -172,11 +186,13 @@ def test_probe_mixed_servers_concurrently(tmp_path: Path, remote: ServerProcess)
     dead = next(s for s in doc["servers"] if s["id"] == "dead")
     assert dead["hint"].startswith("start the MCP server that should answer at")
     assert web["hint"] is None
-    # concurrent: bounded by the slowest server (3 s startup timeout), not the sum
-    assert elapsed < 5.5
+    # concurrent: the second never-ready server started before the first one's 3 s were up
+    starts = [float((tmp_path / f"{p}.started").read_text()) for p in ("never", "never2")]
+    first, second = sorted(starts)
+    assert second - first < 3
     suite = ElementTree.parse(junit).getroot()
-    assert suite.get("tests") == "4" and suite.get("failures") == "2"
-    assert len(suite.findall("testcase/failure")) == 2
+    assert suite.get("tests") == "5" and suite.get("failures") == "3"
+    assert len(suite.findall("testcase/failure")) == 3
     assert set(live_children()) <= before
 
 

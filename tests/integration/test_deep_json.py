@@ -8,28 +8,23 @@ neither restarted nor stopped.
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from devall_cli.json_limits import MAX_INT_DIGITS, MAX_NESTING
-from devall_cli.tools.base import TextBlock
 from devall_cli.tools.kinds.mcp_local import McpLocalConfig
 from devall_cli.tools.kinds.mcp_remote import McpRemoteConfig
 from devall_cli.tools.mcp_direct import DirectLocalSource
 from devall_cli.tools.mcp_local import LocalSource
 from devall_cli.tools.mcp_remote import RemoteSource
+from tests.helpers import text_of
 from tests.servers.serve import SERVERS_DIR, ServerProcess
 
 TRICKY = SERVERS_DIR / "tricky_server.py"
 DEEP_RESULT = SERVERS_DIR / "deep_result_server.py"
 CALL_TIMEOUT = 5.0
-
-
-def text_of(result: Any) -> str:
-    return "\n".join(block.text for block in result.blocks if isinstance(block, TextBlock))
 
 
 async def started(
@@ -78,9 +73,8 @@ async def test_a_response_devall_cannot_take_fails_the_call_at_once(
 ) -> None:
     source, lines = tricky
     pid = source.pid
-    begun = time.monotonic()
     result = await source.call_tool(tool, arguments)
-    assert time.monotonic() - begun < CALL_TIMEOUT  # answered, not timed out
+    # answered and refused: a call that timed out would be a "timeout" result
     assert result.is_error and result.error_class == "invalid_result", text_of(result)
     assert words in text_of(result)
     assert any(words in line for line in lines), lines  # and the log says what was dropped

@@ -16,10 +16,11 @@ from typing import Any
 import pytest
 
 from devall_cli.errors import ExitCode, ProtocolError
-from devall_cli.tools.base import DataBlock, TextBlock, ToolResult
+from devall_cli.tools.base import CallContext, DataBlock
 from devall_cli.tools.kinds.mcp_local import McpLocalConfig
 from devall_cli.tools.mcp_direct import HANDSHAKE_VERSIONS, DirectLocalSource
 from devall_cli.tools.mcp_local import LocalSource
+from tests.helpers import text_of
 from tests.servers.serve import pid_gone
 
 RAW = Path(__file__).resolve().parents[1] / "servers" / "raw_server.py"
@@ -49,10 +50,6 @@ async def raw(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[F
         pid = source.pid
         await source.close()
         assert pid is None or pid_gone(pid)
-
-
-def text_of(result: ToolResult) -> str:
-    return "\n".join(b.text for b in result.blocks if isinstance(b, TextBlock))
 
 
 async def test_every_page_of_the_listing_is_read(raw: Factory) -> None:
@@ -135,3 +132,32 @@ def test_the_offered_version_is_the_newest_the_sdk_reaches_by_handshake() -> Non
 
     assert set(HANDSHAKE_VERSIONS) == set(HANDSHAKE_PROTOCOL_VERSIONS)
     assert HANDSHAKE_VERSIONS[0] == HANDSHAKE_PROTOCOL_VERSIONS[-1]
+
+
+@pytest.mark.parametrize("kind", [LocalSource, DirectLocalSource], ids=["fastmcp", "direct"])
+async def test_progress_of_a_call_reaches_the_events_with_the_call(
+    kind: type[LocalSource], tmp_path: Path
+) -> None:
+    seen: list[tuple[str, tuple[Any, ...]]] = []
+
+    class Recorder:
+        """A ToolEvents that keeps every report as `(name, args)`."""
+
+        def __getattr__(self, name: str) -> Any:
+            return lambda *args: seen.append((name, args))
+
+    config = McpLocalConfig(
+        command=sys.executable, args=(str(RAW), "--fixture"), wait_for_log="raw server ready"
+    )
+    source = kind(id="raw", config=config, workflow_dir=tmp_path, events=Recorder())
+    try:
+        context = CallContext(node_id="writer", call_id="c1", tool="sleep")
+        result = await source.call_tool("sleep", {"seconds": 0.1, "tag": "p"}, context=context)
+        assert text_of(result) == "p peak=1"
+    finally:
+        await source.close()
+    progress = [args for name, args in seen if name == "tool_progress"]
+    assert [(args[1].call_id, args[2], args[3]) for args in progress] == [
+        ("c1", 1.0, 2.0),
+        ("c1", 2.0, 2.0),
+    ]

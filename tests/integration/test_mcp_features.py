@@ -25,7 +25,6 @@ from devall_cli.tools.base import (
     SamplingReply,
     SamplingRequest,
     TextBlock,
-    ToolResult,
 )
 from devall_cli.tools.kinds.client_settings import DEFAULT_CLIENT, McpClientConfig, RootConfig
 from devall_cli.tools.kinds.mcp_local import McpLocalConfig
@@ -35,6 +34,7 @@ from devall_cli.tools.mcp_local import LocalSource
 from devall_cli.tools.mcp_remote import RemoteSource
 from devall_cli.tools.mcp_session import McpSessionSource
 from devall_cli.tools.normalize import blocks_to_json
+from tests.helpers import text_of
 from tests.servers.serve import SERVERS_DIR, ServerProcess
 
 FEATURES = SERVERS_DIR / "features_server.py"
@@ -80,10 +80,6 @@ class FakeOperator:
     async def elicit(self, request: ElicitationRequest) -> ElicitationAnswer:
         self.requests.append(request)
         return ElicitationAnswer("accept", self.content)
-
-
-def text_of(result: ToolResult) -> str:
-    return "\n".join(b.text for b in result.blocks if isinstance(b, TextBlock))
 
 
 # stdio-direct: devall's own client (tools list/call, probe), which speaks the handshake era.

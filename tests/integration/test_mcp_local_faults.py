@@ -12,13 +12,16 @@ from typing import Any
 import pytest
 
 from devall_cli.errors import ExitCode, ServerDiedError, ServerStartError
-from devall_cli.tools.base import TextBlock, ToolResult
 from devall_cli.tools.kinds.mcp_local import McpLocalConfig
 from devall_cli.tools.mcp_direct import DirectLocalSource
 from devall_cli.tools.mcp_local import LocalSource
+from tests.helpers import text_of
 from tests.servers.serve import pid_gone
 
 SERVERS = Path(__file__).resolve().parents[1] / "servers"
+# Seconds. Only a hung test reaches it; a timeout of a minute in a config is one that must not
+# be waited for (the failure it stands for comes at once).
+HANG_GUARD = 30
 
 
 def server(script: str, *args: str, **settings: Any) -> McpLocalConfig:
@@ -49,14 +52,10 @@ async def make_source(request: pytest.FixtureRequest) -> AsyncIterator[Factory]:
         assert source.pid is None or pid_gone(source.pid)
 
 
-def text_of(result: ToolResult) -> str:
-    return "\n".join(b.text for b in result.blocks if isinstance(b, TextBlock))
-
-
 async def _start_error(source: LocalSource) -> tuple[ServerStartError, float]:
     started = time.monotonic()
     with pytest.raises(ServerStartError) as info:
-        await source.start()
+        await asyncio.wait_for(source.start(), HANG_GUARD)
     return info.value, time.monotonic() - started
 
 
@@ -64,12 +63,11 @@ async def _start_error(source: LocalSource) -> tuple[ServerStartError, float]:
 
 
 async def test_a_missing_command_fails_with_spawn_failed(make_source: Factory) -> None:
-    source = make_source(McpLocalConfig(command="devall-no-such-server", args=("--stdio",)))
-    error, elapsed = await _start_error(source)
+    config = McpLocalConfig(command="devall-no-such-server", args=("--stdio",), startup_timeout=60)
+    error, _ = await _start_error(make_source(config))  # at once, not after the minute
     assert error.status == "spawn_failed"
     assert error.exit_code == ExitCode.CONNECTION
     assert "devall-no-such-server" in error.message
-    assert elapsed < 1.0
 
 
 async def test_never_ready_fails_after_startup_timeout_with_log_tail(make_source: Factory) -> None:
@@ -77,7 +75,7 @@ async def test_never_ready_fails_after_startup_timeout_with_log_tail(make_source
         server("never_ready_server.py", wait_for_log="ready to serve", startup_timeout=1.0)
     )
     error, elapsed = await _start_error(source)
-    assert 1.0 <= elapsed < 3.0
+    assert elapsed >= 1.0
     assert error.status == "startup_timeout"
     assert error.exit_code == ExitCode.CONNECTION
     assert any(line.startswith("still warming up") for line in error.log_tail)
@@ -87,11 +85,11 @@ async def test_never_ready_fails_after_startup_timeout_with_log_tail(make_source
 
 async def test_a_slow_start_beyond_startup_timeout_times_out(make_source: Factory) -> None:
     source = make_source(
-        server("slow_start_server.py", "5", wait_for_log="slow server ready", startup_timeout=1.0)
+        server("slow_start_server.py", "60", wait_for_log="slow server ready", startup_timeout=1.0)
     )
-    error, elapsed = await _start_error(source)
+    error, elapsed = await _start_error(source)  # the one-second timeout, not the minute's start
     assert error.status == "startup_timeout"
-    assert 1.0 <= elapsed < 3.0
+    assert elapsed >= 1.0
     assert "warming up" in error.log_tail
 
 
@@ -99,10 +97,9 @@ async def test_exit_before_ready_fails_at_once_with_status_and_stderr(
     make_source: Factory,
 ) -> None:
     source = make_source(
-        server("exit_at_once_server.py", wait_for_log="never printed", startup_timeout=10.0)
+        server("exit_at_once_server.py", wait_for_log="never printed", startup_timeout=60)
     )
-    error, elapsed = await _start_error(source)
-    assert elapsed < 3.0  # well under startup_timeout
+    error, _ = await _start_error(source)  # at once, not at the startup timeout
     assert error.status == "exited"
     assert "exited with status 3" in error.message
     assert "fatal: cannot open database 'tools.db'" in error.log_tail
@@ -110,9 +107,8 @@ async def test_exit_before_ready_fails_at_once_with_status_and_stderr(
 
 
 async def test_exit_during_the_handshake_is_reported_as_exited(make_source: Factory) -> None:
-    source = make_source(server("exit_at_once_server.py", startup_timeout=10.0))
-    error, elapsed = await _start_error(source)
-    assert elapsed < 3.0
+    source = make_source(server("exit_at_once_server.py", startup_timeout=60))
+    error, _ = await _start_error(source)  # at once, not at the startup timeout
     assert error.status == "exited"
     assert "exited with status 3" in error.message
     assert "fatal: cannot open database 'tools.db'" in error.log_tail
@@ -124,7 +120,7 @@ async def test_a_server_that_never_answers_fails_with_handshake_timeout(
     source = make_source(server("never_ready_server.py", startup_timeout=1.0))
     error, elapsed = await _start_error(source)
     assert error.status == "handshake_timeout"
-    assert 1.0 <= elapsed < 3.0  # readiness and handshake share one startup_timeout
+    assert elapsed >= 1.0
     assert "still warming up" in " ".join(error.log_tail)
 
 
@@ -135,7 +131,7 @@ async def test_readiness_and_handshake_share_one_startup_timeout(make_source: Fa
     )
     error, elapsed = await _start_error(source)
     assert error.status == "handshake_timeout"
-    assert 1.0 <= elapsed < 3.0
+    assert elapsed >= 1.0
 
 
 async def test_a_failed_start_leaves_no_process_even_if_it_ignores_sigterm(
@@ -172,7 +168,7 @@ async def test_death_mid_call_is_an_error_result_and_the_next_call_restarts(
     lines: list[str] = []
     log_path = tmp_path / "servers" / "dier.log"
     source = make_source(
-        server("die_mid_call_server.py", wait_for_log=DIE_READY, call_timeout=30),
+        server("die_mid_call_server.py", wait_for_log=DIE_READY, call_timeout=60),
         id="dier",
         on_restart=lambda source_id, n: restarts.append((source_id, n)),
         on_log=lambda _source, line: lines.append(line),
@@ -180,9 +176,8 @@ async def test_death_mid_call_is_an_error_result_and_the_next_call_restarts(
     )
     await source.start()
     first_pid = source.pid
-    started = time.monotonic()
-    result = await source.call_tool("die", {})
-    assert time.monotonic() - started < 3.0  # not the 30 s call timeout
+    # At the death, not at the minute's call timeout.
+    result = await asyncio.wait_for(source.call_tool("die", {}), HANG_GUARD)
     assert result.is_error and result.error_class == "server_exited"
     text = text_of(result)
     assert text.startswith("server 'dier' exited with status 7 during the call; last log lines:")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -14,15 +14,12 @@ from devall_cli.tools.attachments import AttachmentStore
 from devall_cli.tools.base import AttachmentBlock, ResourceLinkBlock, TextBlock
 from devall_cli.tools.kinds.mcp_remote import McpRemoteConfig
 from devall_cli.tools.mcp_remote import RemoteSource
-from tests.servers.serve import EXAMPLE_SERVER, ServerProcess, server_env, wait_no_children
+from tests.servers.serve import EXAMPLE_SERVER, ServerProcess, server_env
 
 REPO_ROOT = EXAMPLE_SERVER.parent.parent
 
 
-@pytest.fixture(autouse=True)
-def _no_process_left() -> Iterator[None]:
-    yield
-    assert wait_no_children() == [], "a server process outlived its test"
+pytestmark = pytest.mark.usefixtures("no_process_left")
 
 
 @pytest.fixture

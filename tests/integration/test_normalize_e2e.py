@@ -34,7 +34,7 @@ from tests.servers.fixture_server import (
     png_bytes,
     wav_bytes,
 )
-from tests.servers.serve import FIXTURE_SERVER, ServerProcess, wait_no_children
+from tests.servers.serve import FIXTURE_SERVER, ServerProcess
 
 
 class FixtureStdioSource(McpSessionSource):
@@ -46,14 +46,20 @@ class FixtureStdioSource(McpSessionSource):
         return StdioTransport(sys.executable, [str(FIXTURE_SERVER)], keep_alive=False)
 
 
-@pytest.fixture(autouse=True)
-def _no_process_left() -> Iterator[None]:
-    yield
-    assert wait_no_children() == [], "a server process outlived its test"
+pytestmark = pytest.mark.usefixtures("no_process_left")
+
+
+@pytest.fixture(scope="module")
+def http_server() -> Iterator[ServerProcess]:
+    """One HTTP fixture server for the module: its tools answer the same every time."""
+    with ServerProcess(FIXTURE_SERVER) as server:
+        yield server
 
 
 @pytest.fixture(params=["stdio", "http"])
-async def source(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[McpSessionSource]:
+async def source(
+    request: pytest.FixtureRequest, tmp_path: Path, http_server: ServerProcess
+) -> AsyncIterator[McpSessionSource]:
     store = AttachmentStore(tmp_path / "run")
     if request.param == "stdio":
         src: McpSessionSource = FixtureStdioSource(
@@ -62,10 +68,9 @@ async def source(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
         yield src
         await src.close()
         return
-    with ServerProcess(FIXTURE_SERVER) as server:
-        src = RemoteSource(id="fx", config=McpRemoteConfig(server=server.url), store=store)
-        yield src
-        await src.close()
+    src = RemoteSource(id="fx", config=McpRemoteConfig(server=http_server.url), store=store)
+    yield src
+    await src.close()
 
 
 def only(result: ToolResult) -> Any:

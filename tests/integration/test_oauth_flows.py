@@ -20,6 +20,7 @@ import pytest
 from typer.testing import CliRunner
 
 from devall_cli.cli.app import app
+from tests.helpers import invoke as invoke  # re-exported
 from tests.servers.serve import SERVERS_DIR, ServerProcess
 
 OAUTH_SERVER = SERVERS_DIR / "oauth_server.py"
@@ -299,11 +300,6 @@ def test_a_wrong_client_secret_fails_without_showing_it(serve: Any, tmp_path: Pa
     assert code == 4
     assert "not-the-right-secret-42" not in out + err
     assert "Traceback" not in err
-
-
-def invoke(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(app, list(args))
-    return result.exit_code, result.stdout, result.stderr
 
 
 def test_a_token_a_server_sends_back_is_masked(

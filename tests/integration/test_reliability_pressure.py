@@ -18,10 +18,11 @@ from pathlib import Path
 import pytest
 
 from devall_cli.procs.process_groups import watcher_pid
-from devall_cli.tools.base import TextBlock, ToolResult
+from devall_cli.tools.base import ToolResult
 from devall_cli.tools.manager import ToolManager
 from devall_cli.tools.mcp_remote import REMOTE_MAX_CONCURRENCY
 from devall_cli.workflow.loader import load_workflow
+from tests.helpers import text_of
 from tests.servers.serve import FIXTURE_SERVER, ServerProcess, live_children
 
 CALLS = 20
@@ -65,16 +66,13 @@ def workflow_file(tmp_path: Path, url: str) -> Path:
     return path
 
 
-def text_of(result: ToolResult) -> str:
-    return "\n".join(b.text for b in result.blocks if isinstance(b, TextBlock))
-
-
 def tag_and_peak(result: ToolResult) -> tuple[str, int]:
     match = _PEAK.match(text_of(result))
     assert match is not None and not result.is_error, text_of(result)
     return match.group("tag"), int(match.group("peak"))
 
 
+@pytest.mark.slow  # a soak test: `make test` runs it, `make test-fast` does not
 async def test_twenty_concurrent_calls_per_server_are_matched_and_bounded(
     tmp_path: Path, remote: ServerProcess
 ) -> None:
@@ -106,8 +104,8 @@ async def test_twenty_concurrent_calls_per_server_are_matched_and_bounded(
         assert text_of(await manager.call("a", "loc_peak", {})) == str(LOCAL_LIMIT)
         # The remote session carries many calls at once (devall's own cap for remote servers).
         assert LOCAL_LIMIT < max(remote_peaks) <= REMOTE_MAX_CONCURRENCY
-        # 20 local calls, 4 at a time: five rounds of SLEEP, not twenty.
-        assert CALLS / LOCAL_LIMIT * SLEEP <= elapsed < CALLS * SLEEP / 2
+        # 20 local calls, never more than 4 at a time: at least five rounds of SLEEP.
+        assert elapsed >= CALLS / LOCAL_LIMIT * SLEEP
         spawned = set(live_children()) - before - {watcher_pid()}  # devall's own watcher
         assert len(spawned) == 1  # one local process served all twenty calls
     assert set(live_children()) - before == set()

@@ -21,8 +21,9 @@ def shout(text: str) -> str:
 '''
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def remote() -> Iterator[ServerProcess]:
+    """One HTTP fixture server for the module: its tests only list and call tools."""
     with ServerProcess(FIXTURE_SERVER) as server:
         yield server
 

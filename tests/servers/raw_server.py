@@ -4,16 +4,33 @@
     --modern-only    refuses the initialize handshake (-32022, it speaks 2026-07-28 only)
     --no-schema      lists a tool without an inputSchema
     --asks METHOD    during each call, asks the client METHOD first and answers with its reply
+    --fixture        also lists the fixture tools below (callable by name either way)
+    --record PATH    appends one JSON line per `sleep` call: tag, start, end, in_flight, peak
 
 Tools: `tool_<i>` (one a page) answer `called tool_<i>`; `shaped` declares an output schema
 {"n": integer} and returns structured content as asked: `{"mode": "none" | "wrong" | "right"}`.
+
+Fixture tools, at a fraction of a FastMCP server's start-up cost: `echo {text}`, `add {a, b}`,
+`fail {message}` (a tool error), `sleep {seconds, tag}` (answered on a thread of its own, so calls
+overlap; reports progress when the call carries a progressToken and answers `<tag> peak=<most
+calls in flight so far>`), `track` (the same as `sleep`, by the name fixture_server.py gives it),
+`slow {seconds}` (the same, answering `slept <seconds>`), `peak`,
+`stall {seconds}` (holds the whole server still), `env {name}`, `counter` (handshakes answered),
+`image` (a PNG), `structured` (structured content only), `pid` (the server's process id) and
+`die` (exits with status 7 in the middle of the call, without answering).
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import json
+import os
+import struct
 import sys
+import threading
+import time
+import zlib
 from typing import Any
 
 SHAPED = {
@@ -28,9 +45,15 @@ SHAPED = {
 }
 
 
+_SEND = threading.Lock()  # calls answered on threads of their own write whole lines
+
+
 def send(message: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(message) + "\n")
-    sys.stdout.flush()
+    if "serverInfo" in (message.get("result") or {}):
+        Seen.handshakes += 1
+    with _SEND:
+        sys.stdout.write(json.dumps(message) + "\n")
+        sys.stdout.flush()
 
 
 def receive() -> dict[str, Any] | None:
@@ -43,6 +66,148 @@ def tool(number: int, with_schema: bool) -> dict[str, Any]:
     if with_schema:
         entry["inputSchema"] = {"type": "object", "properties": {}}
     return entry
+
+
+def _schema(**properties: str) -> dict[str, Any]:
+    """An object schema of `name=type` properties, every one of them required."""
+    return {
+        "type": "object",
+        "properties": {name: {"type": kind} for name, kind in properties.items()},
+        "required": list(properties),
+    }
+
+
+FIXTURE_TOOLS = [
+    {"name": "echo", "description": "Return the text.", "inputSchema": _schema(text="string")},
+    {
+        "name": "add",
+        "description": "Add two integers.",
+        "inputSchema": _schema(a="integer", b="integer"),
+    },
+    {"name": "fail", "description": "Always fails.", "inputSchema": _schema(message="string")},
+    {
+        "name": "sleep",
+        "description": "Sleep (calls overlap), reporting progress.",
+        "inputSchema": _schema(seconds="number", tag="string"),
+    },
+    {
+        "name": "track",
+        "description": "Sleep (calls overlap), counted as running.",
+        "inputSchema": _schema(seconds="number", tag="string"),
+    },
+    {
+        "name": "slow",
+        "description": "Sleep, then answer.",
+        "inputSchema": _schema(seconds="number"),
+    },
+    {"name": "peak", "description": "Most sleeps in flight at once.", "inputSchema": _schema()},
+    {
+        "name": "stall",
+        "description": "Hold the server still.",
+        "inputSchema": _schema(seconds="number"),
+    },
+    {
+        "name": "env",
+        "description": "An environment variable.",
+        "inputSchema": _schema(name="string"),
+    },
+    {"name": "counter", "description": "Handshakes answered.", "inputSchema": _schema()},
+    {"name": "image", "description": "A small PNG.", "inputSchema": _schema()},
+    {"name": "structured", "description": "Structured content only.", "inputSchema": _schema()},
+    {"name": "pid", "description": "The server's process id.", "inputSchema": _schema()},
+    {"name": "die", "description": "Exit with status 7 mid-call.", "inputSchema": _schema()},
+]
+STRUCTURED = {"answer": 42, "items": ["a", "b"], "nested": {"ok": True}}
+
+
+def png_bytes() -> bytes:
+    """A valid 2x1 RGB PNG."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        crc = zlib.crc32(kind + data) & 0xFFFFFFFF
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", crc)
+
+    header = struct.pack(">IIBBBBB", 2, 1, 8, 2, 0, 0, 0)
+    rows = zlib.compress(b"\x00\xff\x00\x00\x00\x00\xff")
+    return (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", rows) + chunk(b"IEND", b"")
+    )
+
+
+def text(value: str, *, error: bool = False) -> dict[str, Any]:
+    result: dict[str, Any] = {"content": [{"type": "text", "text": value}]}
+    if error:
+        result["isError"] = True
+    return result
+
+
+class Seen:
+    """What the server has seen: sleeping calls in flight, the most there ever were, handshakes."""
+
+    lock = threading.Lock()
+    active = 0
+    peak = 0
+    record: str | None = None
+    handshakes = 0  # initialize requests answered (counted as they are sent)
+
+
+def sleep_call(request_id: Any, params: dict[str, Any]) -> None:
+    """Answer one `sleep`/`slow` call on its own thread, with progress when asked for."""
+    arguments = params.get("arguments") or {}
+    seconds = float(arguments.get("seconds", 0))
+    tag = str(arguments.get("tag", ""))
+    token = (params.get("_meta") or {}).get("progressToken")
+    with Seen.lock:
+        Seen.active += 1
+        Seen.peak = max(Seen.peak, Seen.active)
+        in_flight = Seen.active
+    start = time.time()
+    if token is not None:
+        for step in (1, 2):
+            time.sleep(seconds / 2)
+            params_out = {"progressToken": token, "progress": step, "total": 2}
+            send({"jsonrpc": "2.0", "method": "notifications/progress", "params": params_out})
+    else:
+        time.sleep(seconds)
+    with Seen.lock:
+        Seen.active -= 1
+        peak = Seen.peak
+    if Seen.record:
+        stamp = {"tag": tag, "start": start, "end": time.time(), "in_flight": in_flight}
+        with Seen.lock, open(Seen.record, "a", encoding="utf-8") as out:
+            out.write(json.dumps({**stamp, "peak": peak}) + "\n")
+    said = f"{tag} peak={peak}" if params["name"] != "slow" else f"slept {arguments.get('seconds')}"
+    send({"jsonrpc": "2.0", "id": request_id, "result": text(said)})
+
+
+def fixture_result(name: str, arguments: dict[str, Any], handshakes: int) -> dict[str, Any] | None:
+    """The answer of a fixture tool, or None when `name` is none of them."""
+    if name == "echo":
+        return text(str(arguments.get("text", "")))
+    if name == "add":
+        return text(str(int(arguments["a"]) + int(arguments["b"])))
+    if name == "fail":
+        return text(str(arguments.get("message", "failed")), error=True)
+    if name == "peak":
+        return text(str(Seen.peak))
+    if name == "stall":
+        time.sleep(float(arguments.get("seconds", 0)))  # nothing is read or answered meanwhile
+        return text(f"stalled {arguments.get('seconds')}")
+    if name == "env":
+        return text(os.environ.get(str(arguments.get("name")), ""))
+    if name == "counter":
+        return text(json.dumps({"handshakes": handshakes}))
+    if name == "image":
+        data = base64.b64encode(png_bytes()).decode("ascii")
+        return {"content": [{"type": "image", "data": data, "mimeType": "image/png"}]}
+    if name == "structured":
+        return {"content": [], "structuredContent": STRUCTURED}
+    if name == "pid":
+        return text(str(os.getpid()))
+    if name == "die":
+        print("die server: going down with status 7", file=sys.stderr, flush=True)
+        os._exit(7)
+    return None
 
 
 def call_result(name: str, arguments: dict[str, Any], asked: Any) -> dict[str, Any]:
@@ -63,7 +228,10 @@ def main() -> None:
     parser.add_argument("--modern-only", action="store_true")
     parser.add_argument("--no-schema", action="store_true")
     parser.add_argument("--asks", default=None)
+    parser.add_argument("--fixture", action="store_true")
+    parser.add_argument("--record", default=None)
     options = parser.parse_args()
+    Seen.record = options.record
     print("raw server ready", file=sys.stderr, flush=True)
     asked_id = 1000
     while (message := receive()) is not None:
@@ -91,9 +259,17 @@ def main() -> None:
             tools = [tool(page, not options.no_schema)]
             if page == 0:
                 tools.append(SHAPED)
+                if options.fixture:
+                    tools.extend(FIXTURE_TOOLS)
             result = {"tools": tools}
             if page + 1 < options.pages:
                 result["nextCursor"] = str(page + 1)
+            send({"jsonrpc": "2.0", "id": request_id, "result": result})
+        elif method == "tools/call" and params.get("name") in ("sleep", "track", "slow"):
+            threading.Thread(target=sleep_call, args=(request_id, params), daemon=True).start()
+        elif method == "tools/call" and params.get("name") in {t["name"] for t in FIXTURE_TOOLS}:
+            arguments = params.get("arguments") or {}
+            result = fixture_result(params["name"], arguments, Seen.handshakes)
             send({"jsonrpc": "2.0", "id": request_id, "result": result})
         elif method == "tools/call":
             asked = None

@@ -1,4 +1,4 @@
-"""A FastMCP stdio server that first starts a sleeping grandchild in its own process group.
+"""A stdio server that first starts a sleeping grandchild in its own process group.
 
     python spawner_server.py     # writes `grandchild pid N` then `spawner server ready` to stderr
     python spawner_server.py --detached   # also `detached grandchild pid N`, before the ready line
@@ -6,35 +6,16 @@
 The grandchild inherits the server's stdout and stderr, as helper processes of real servers do,
 and only goes away when someone kills the process group. With `--detached` a second grandchild
 calls `setsid` (it leaves the server's process group and session, as daemons do), so killing the
-server's group does not reach it. Tools: `echo(text)`, `slow(seconds)`.
+server's group does not reach it. It then serves as raw_server.py with its fixture tools:
+`echo(text)`, `slow(seconds)` and the others.
 """
 
 from __future__ import annotations
 
-import asyncio
-import os
 import subprocess
 import sys
 
-os.environ.setdefault("FASTMCP_SHOW_SERVER_BANNER", "false")
-os.environ.setdefault("FASTMCP_CHECK_FOR_UPDATES", "off")
-
-from fastmcp import FastMCP
-
-mcp = FastMCP("spawner server")
-
-
-@mcp.tool
-def echo(text: str) -> str:
-    """Return the text unchanged."""
-    return text
-
-
-@mcp.tool
-async def slow(seconds: float) -> str:
-    """Sleep, then say so (a call that is in flight when devall is interrupted)."""
-    await asyncio.sleep(seconds)
-    return f"slept {seconds}"
+import raw_server  # beside this script, so on sys.path when it runs
 
 
 def main() -> None:
@@ -46,7 +27,8 @@ def main() -> None:
         detached = subprocess.Popen(sleeper, stdin=subprocess.DEVNULL, start_new_session=True)
         print(f"detached grandchild pid {detached.pid}", file=sys.stderr, flush=True)
     print("spawner server ready", file=sys.stderr, flush=True)
-    mcp.run(transport="stdio", show_banner=False)
+    sys.argv[1:] = ["--fixture"]
+    raw_server.main()
 
 
 if __name__ == "__main__":

@@ -23,6 +23,11 @@ from tests.unit.config.hostile_files import (
 
 CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
+# Seconds. The refusals here answer in milliseconds; what they guard against (expanding an alias
+# bomb, reading a terabyte, quadratic work on deep or large input) takes minutes to hours. The
+# bound only catches that, never a slow machine.
+HANG_GUARD = 30
+
 
 def errors_of(path: Path) -> list[ConfigIssue]:
     workflow, issues = validate_workflow(path, environ={})
@@ -41,7 +46,7 @@ def test_hostile_file_is_refused_with_one_located_error(tmp_path: Path, case: Ho
     path = case.write(tmp_path)
     started = time.perf_counter()
     (error,) = errors_of(path)
-    assert time.perf_counter() - started < 2
+    assert time.perf_counter() - started < HANG_GUARD
     assert case.message in error.message
     assert error.file == str(path)
     assert ((error.line, error.col) if error.line else None) == case.where
@@ -59,7 +64,7 @@ def test_alias_bomb_is_refused_at_the_alias_before_anything_is_expanded(tmp_path
     path = write(tmp_path, alias_bomb(levels=40))
     started = time.perf_counter()
     (error,) = errors_of(path)
-    assert time.perf_counter() - started < 1
+    assert time.perf_counter() - started < HANG_GUARD
     assert error.message.startswith("alias *L3 would expand the document beyond 50000 values")
     assert error.source_line.startswith("  L4: &L4 [*L3, *L3,")
 
@@ -159,7 +164,7 @@ def test_deep_nesting_is_refused_quickly_without_recursion_error(tmp_path: Path,
     started = time.perf_counter()
     with pytest.raises(ConfigError, match="nested more than 100 levels deep"):
         load_source(write(tmp_path, text + "\n"), "f")
-    assert time.perf_counter() - started < 2
+    assert time.perf_counter() - started < HANG_GUARD
 
 
 def test_placeholders_cannot_nest_values_deeper_than_yaml_may(tmp_path: Path) -> None:
@@ -201,7 +206,7 @@ def test_size_is_checked_before_reading(tmp_path: Path) -> None:
     started = time.perf_counter()
     with pytest.raises(ConfigError, match="the file is too large: 1099511627776 bytes"):
         load_source(path, "sparse.yaml")
-    assert time.perf_counter() - started < 1
+    assert time.perf_counter() - started < HANG_GUARD
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="no /dev/zero here")
@@ -281,7 +286,7 @@ def test_unclosed_defaults_by_the_thousand_answer_quickly(tmp_path: Path) -> Non
     path = write(tmp_path, "vars:\n  A: '" + "${A:-" * 19_000 + "'\n" + GRAPH)
     started = time.perf_counter()
     workflow, issues = validate_workflow(path, environ={})
-    assert time.perf_counter() - started < 2
+    assert time.perf_counter() - started < HANG_GUARD
     assert workflow is not None
     assert "does not start a placeholder" in issues[0].message
 
@@ -308,7 +313,7 @@ def test_messages_about_large_graphs_stay_short_and_fast(tmp_path: Path) -> None
     errors = errors_of(path)
     # A bound against quadratic message building (minutes), not a timing target: parsing 2,000
     # nodes of YAML alone takes seconds on a loaded 2-core machine.
-    assert time.perf_counter() - started < 30
+    assert time.perf_counter() - started < HANG_GUARD
     assert len(errors) == count
     assert errors[0].message == (
         "to names 'n0x', which is not a node id (nodes: n0, n1, n2, n3, n4, n5, n6, n7, n8, n9, "

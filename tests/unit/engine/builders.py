@@ -88,6 +88,8 @@ class FakeTools:
         self.started = False
         self.closed = False
         self.start_error: BaseException | None = None
+        self.in_flight = 0
+        self.peak = 0  # the most calls that ran at once
 
     def factory(self, workflow: Workflow, **_: Any) -> FakeTools:
         """Usable as `tool_manager_factory`."""
@@ -118,7 +120,12 @@ class FakeTools:
         self.calls.append((node_id, name, dict(arguments)))
         if name not in self.tools:
             return ToolResult((TextBlock(f"unknown tool '{name}'"),), True, "unknown_tool")
-        return await self.tools[name](arguments)
+        self.in_flight += 1
+        self.peak = max(self.peak, self.in_flight)
+        try:
+            return await self.tools[name](arguments)
+        finally:
+            self.in_flight -= 1
 
     async def close(self) -> None:
         self.closed = True

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -83,9 +82,8 @@ async def test_tool_results_come_back_as_tool_messages_in_call_order() -> None:
         role="You are terse.",
     )
     harness = Harness(tools)
-    started = time.monotonic()
     output = await run_node(node, ["the task"], harness.ctx)
-    assert time.monotonic() - started < 0.5  # the two calls of one turn ran concurrently
+    assert tools.peak == 2  # the two calls of one turn ran concurrently
     assert output == "results: slow:1\nfast:2"
     messages = harness.last_request
     assert [m["role"] for m in messages] == ["system", "user", "assistant", "tool", "tool"]

@@ -9,6 +9,7 @@ import pytest
 
 from devall_cli.config.model import frozen_mapping
 from devall_cli.nodes.agent_settings import AgentConfig
+from devall_cli.providers.http_client import ModelEndpoint
 from devall_cli.providers.openai import OpenAIProvider
 from tests.servers.fake_llm import fake_llm as fake_llm  # re-exported fixture
 
@@ -46,3 +47,26 @@ async def make_openai() -> AsyncIterator[MakeProvider]:
     yield build
     for provider in made:
         await provider.aclose()
+
+
+@pytest.fixture
+def waits(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The seconds the endpoint chose to wait before each retry, in order (it still waits)."""
+    chosen: list[float] = []
+    backoff = ModelEndpoint._backoff
+    retry_delay = ModelEndpoint._retry_delay
+
+    def recorded_backoff(self: ModelEndpoint, attempt: int) -> float:
+        chosen.append(backoff(self, attempt))
+        return chosen[-1]
+
+    def recorded_retry_delay(self: ModelEndpoint, attempt: int, response: Any) -> float:
+        count = len(chosen)
+        delay = retry_delay(self, attempt, response)
+        del chosen[count:]  # a backoff it fell back on is the same wait
+        chosen.append(delay)
+        return delay
+
+    monkeypatch.setattr(ModelEndpoint, "_backoff", recorded_backoff)
+    monkeypatch.setattr(ModelEndpoint, "_retry_delay", recorded_retry_delay)
+    return chosen

@@ -6,7 +6,6 @@ is tested for each, through the same table.
 
 from __future__ import annotations
 
-import socket
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +20,7 @@ from devall_cli.providers.anthropic_client import AnthropicProvider, messages_ur
 from devall_cli.providers.base import Provider
 from devall_cli.providers.gemini_client import GeminiProvider, generate_url
 from devall_cli.tools.base import ToolSpec
+from tests.helpers import free_port
 from tests.servers.fake_anthropic import FakeAnthropic
 from tests.servers.fake_gemini import FakeGemini
 from tests.servers.fake_llm import FakeLLM, FakeReply
@@ -106,12 +106,6 @@ def add_tool() -> ToolSpec:
         "required": ["a", "b"],
     }
     return ToolSpec("add", "add", "Add two integers.", frozen_mapping(schema), "mcp_local", "", "s")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 HELLO = [{"role": "system", "content": "Be terse."}, {"role": "user", "content": "Add 1 and 2."}]

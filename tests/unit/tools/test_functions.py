@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import time
 from pathlib import Path
 
 import pytest
@@ -166,9 +165,7 @@ async def test_positional_only_and_keyword_parameters_are_passed_as_declared(
 
 async def test_timeout_returns_an_error_and_the_source_stays_usable() -> None:
     source = make_source("nap", "async_nap", timeout=0.2)
-    started = time.monotonic()
-    result = await source.call_tool("nap", {"seconds": 3})
-    assert time.monotonic() - started < 1.5
+    result = await asyncio.wait_for(source.call_tool("nap", {"seconds": 3}), 30)  # a hang guard
     assert (result.is_error, result.error_class) == (True, "timeout")
     assert text(result) == "tool 'nap' timed out after 0.2s"
     assert text(await source.call_tool("nap", {"seconds": 0.01})) == "slept 0.01"
@@ -177,13 +174,26 @@ async def test_timeout_returns_an_error_and_the_source_stays_usable() -> None:
     assert text(await source.call_tool("async_nap", {"seconds": 0})) == "async slept 0"
 
 
-async def test_calls_run_concurrently_in_threads() -> None:
-    source = make_source("nap")
+async def test_calls_run_concurrently_in_threads(tmp_path: Path) -> None:
+    (tmp_path / "overlap.py").write_text(
+        "import threading, time\n"
+        "lock, running, most = threading.Lock(), [0], [0]\n"
+        "def nap(seconds: float) -> str:\n"
+        "    with lock:\n"
+        "        running[0] += 1\n"
+        "        most[0] = max(most[0], running[0])\n"
+        "    time.sleep(seconds)  # blocking: only threads of their own let naps overlap\n"
+        "    with lock:\n"
+        "        running[0] -= 1\n"
+        "    return f'slept {seconds}'\n"
+        "def peak() -> int:\n"
+        "    return most[0]\n"
+    )
+    source = make_source("nap", "peak", directory=tmp_path)
     await source.start()
-    started = time.monotonic()
     results = await asyncio.gather(*(source.call_tool("nap", {"seconds": 0.4}) for _ in range(4)))
-    assert time.monotonic() - started < 1.2  # four sequential naps would take 1.6 s
     assert [text(r) for r in results] == ["slept 0.4"] * 4
+    assert text(await source.call_tool("peak", {})) == "4"  # all four naps ran at once
 
 
 async def test_the_event_loop_is_not_blocked_by_a_call() -> None:
