@@ -4,6 +4,11 @@
     --modern-only    refuses the initialize handshake (-32022, it speaks 2026-07-28 only)
     --no-schema      lists a tool without an inputSchema
     --asks METHOD    during each call, asks the client METHOD first and answers with its reply
+    --cancel-asked   with --asks: cancels its own request at once (notifications/cancelled) and
+                     answers the call without waiting for the client's reply
+    --string-ids     echoes the id of every request it answers as a string ("1" for 1)
+    --string-progress-tokens  during each call, reports progress with the token as a string
+    --exit-on-list   exits (status 3) when asked for tools/list
 
 Tools: `tool_<i>` (one a page) answer `called tool_<i>`; `shaped` declares an output schema
 {"n": integer} and returns structured content as asked: `{"mode": "none" | "wrong" | "right"}`.
@@ -28,7 +33,12 @@ SHAPED = {
 }
 
 
+STRING_IDS = [False]
+
+
 def send(message: dict[str, Any]) -> None:
+    if STRING_IDS[0] and "method" not in message and isinstance(message.get("id"), int):
+        message = {**message, "id": str(message["id"])}
     sys.stdout.write(json.dumps(message) + "\n")
     sys.stdout.flush()
 
@@ -57,13 +67,26 @@ def call_result(name: str, arguments: dict[str, Any], asked: Any) -> dict[str, A
     return {"content": [{"type": "text", "text": said}]}
 
 
+def ask(method: str) -> dict[str, Any]:
+    """The params of what the server asks the client: an elicitation needs a message and form."""
+    if method == "elicitation/create":
+        schema = {"type": "object", "properties": {"name": {"type": "string"}}}
+        return {"message": "Your name?", "requestedSchema": schema}
+    return {}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--pages", type=int, default=1)
     parser.add_argument("--modern-only", action="store_true")
     parser.add_argument("--no-schema", action="store_true")
     parser.add_argument("--asks", default=None)
+    parser.add_argument("--cancel-asked", action="store_true")
+    parser.add_argument("--string-ids", action="store_true")
+    parser.add_argument("--string-progress-tokens", action="store_true")
+    parser.add_argument("--exit-on-list", action="store_true")
     options = parser.parse_args()
+    STRING_IDS[0] = options.string_ids
     print("raw server ready", file=sys.stderr, flush=True)
     asked_id = 1000
     while (message := receive()) is not None:
@@ -71,6 +94,12 @@ def main() -> None:
         if request_id is None or method is None:
             continue  # notifications, and answers outside a call
         params = message.get("params") or {}
+        if method == "tools/list" and options.exit_on_list:
+            sys.exit(3)
+        token = (params.get("_meta") or {}).get("progressToken")
+        if method == "tools/call" and options.string_progress_tokens and token is not None:
+            progress = {"progressToken": str(token), "progress": 1, "total": 2, "message": "half"}
+            send({"jsonrpc": "2.0", "method": "notifications/progress", "params": progress})
         if method == "initialize":
             if options.modern_only:
                 error = {
@@ -99,9 +128,15 @@ def main() -> None:
             asked = None
             if options.asks:
                 asked_id += 1
-                send({"jsonrpc": "2.0", "id": asked_id, "method": options.asks, "params": {}})
-                answer = receive()
-                asked = answer.get("result", answer.get("error")) if answer else None
+                asking = {"jsonrpc": "2.0", "id": asked_id, "method": options.asks}
+                send({**asking, "params": ask(options.asks)})
+                if options.cancel_asked:
+                    cancel = {"requestId": asked_id, "reason": "no longer needed"}
+                    send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel})
+                    asked = "cancelled"
+                else:
+                    answer = receive()
+                    asked = answer.get("result", answer.get("error")) if answer else None
             result = call_result(params["name"], params.get("arguments") or {}, asked)
             send({"jsonrpc": "2.0", "id": request_id, "result": result})
         elif method == "ping":
