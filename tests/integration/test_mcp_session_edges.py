@@ -7,6 +7,7 @@ exiting while it lists: each runs with fastmcp's client and devall's own, and ex
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import Any
 import pytest
 
 from devall_cli.config.model import McpLocalConfig
-from devall_cli.errors import ServerDiedError
+from devall_cli.errors import DevallError, ServerDiedError
 from devall_cli.tools.base import CallContext, ElicitationAnswer, TextBlock
 from devall_cli.tools.mcp_direct import DirectLocalSource
 from devall_cli.tools.mcp_local import LocalSource
@@ -129,3 +130,15 @@ async def test_a_server_exiting_while_it_lists_is_a_lost_server(raw: Factory) ->
         await source.list_tools()
     assert info.value.status == "exited"
     assert "'raw'" in info.value.message
+
+
+async def test_a_handshake_given_up_is_never_cancelled(raw: Factory) -> None:
+    source = raw("--silent-handshake")
+    source.config = dataclasses.replace(source.config, startup_timeout=4.0)
+    with pytest.raises(DevallError) as info:
+        await source.start()
+    assert getattr(info.value, "status", "") == "handshake_timeout"
+    got = [line.partition("raw server got ")[2] for line in source.log_tail if "got " in line]
+    if isinstance(source, DirectLocalSource):  # fastmcp's messages do not show in this log
+        assert "initialize" in got, source.log_tail
+    assert "notifications/cancelled" not in got  # the spec forbids cancelling initialize

@@ -9,6 +9,7 @@
     --string-ids     echoes the id of every request it answers as a string ("1" for 1)
     --string-progress-tokens  during each call, reports progress with the token as a string
     --exit-on-list   exits (status 3) when asked for tools/list
+    --silent-handshake  never answers initialize; logs on stderr each message it gets meanwhile
 
 Tools: `tool_<i>` (one a page) answer `called tool_<i>`; `shaped` declares an output schema
 {"n": integer} and returns structured content as asked: `{"mode": "none" | "wrong" | "right"}`.
@@ -85,12 +86,16 @@ def main() -> None:
     parser.add_argument("--string-ids", action="store_true")
     parser.add_argument("--string-progress-tokens", action="store_true")
     parser.add_argument("--exit-on-list", action="store_true")
+    parser.add_argument("--silent-handshake", action="store_true")
     options = parser.parse_args()
     STRING_IDS[0] = options.string_ids
     print("raw server ready", file=sys.stderr, flush=True)
     asked_id = 1000
     while (message := receive()) is not None:
         method, request_id = message.get("method"), message.get("id")
+        if options.silent_handshake:
+            print(f"raw server got {method}", file=sys.stderr, flush=True)
+            continue
         if request_id is None or method is None:
             continue  # notifications, and answers outside a call
         params = message.get("params") or {}
