@@ -1,6 +1,7 @@
 """Exit codes and the one exception tree of devall.
 
     DevallError                       exit 1   (a run or probe failed)
+    (a bug: any other exception)      exit 70  internal error (EX_SOFTWARE)
     ├── RunFailedError                exit 1   a node failed, a server is unhealthy
     ├── UsageError                    exit 2   a command-line value names nothing (node, tool)
     ├── ConfigError                   exit 3   YAML, schema, ${VAR}, graph shape, duplicate tools
@@ -16,12 +17,15 @@
     └── InterruptedRunError           exit 130 Ctrl-C (143 for SIGTERM)
 
 The core raises these and never exits; the CLI maps them to exit codes in one place.
+The errors `devall probe` can report carry their failure class as the class attribute `status`
+(an instance may narrow it, e.g. a ServerStartError says which start step failed).
 """
 
 from __future__ import annotations
 
+import contextlib
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 
@@ -34,6 +38,22 @@ def record_issue_origins(on: bool = True) -> None:
     _RECORD_ORIGINS[0] = on
 
 
+@contextlib.contextmanager
+def issue_origins_recorded(on: bool = True) -> Iterator[None]:
+    """Record issue origins (or not) inside the block; the previous setting comes back after."""
+    previous = _RECORD_ORIGINS[0]
+    _RECORD_ORIGINS[0] = on
+    try:
+        yield
+    finally:
+        _RECORD_ORIGINS[0] = previous
+
+
+def recording_issue_origins() -> bool:
+    """Whether ConfigIssues keep the stack that created them right now."""
+    return _RECORD_ORIGINS[0]
+
+
 class ExitCode(IntEnum):
     """Process exit codes; part of the CLI contract."""
 
@@ -43,6 +63,7 @@ class ExitCode(IntEnum):
     CONFIG = 3
     CONNECTION = 4
     REMOTE = 5
+    INTERNAL = 70  # EX_SOFTWARE: a bug in devall (an unexpected exception), not a failed run
     INTERRUPTED = 130
     TERMINATED = 143
 
@@ -139,6 +160,9 @@ class DevallConnectionError(DevallError):
 class ServerStartError(DevallConnectionError):
     """A local server failed to spawn, exited before it was ready, or timed out starting."""
 
+    # spawn_failed | exited | startup_timeout | handshake_timeout (each instance says which)
+    status: str = "spawn_failed"
+
     def __init__(
         self,
         message: str,
@@ -149,7 +173,7 @@ class ServerStartError(DevallConnectionError):
         details: Sequence[str] = (),
     ) -> None:
         super().__init__(message, details=details or [f"  | {line}" for line in log_tail])
-        self.status = status  # spawn_failed | exited | startup_timeout | handshake_timeout
+        self.status = status
         self.server_id = server_id
         self.log_tail = list(log_tail)
 
@@ -157,21 +181,28 @@ class ServerStartError(DevallConnectionError):
 class ServerUnreachableError(DevallConnectionError):
     """A remote MCP server could not be reached (or refused us with an HTTP status)."""
 
+    # unreachable | http_401 | http_403 | http_error | handshake_timeout
+    status: str = "unreachable"
+
     def __init__(self, message: str, *, status: str = "unreachable") -> None:
         super().__init__(message)
-        self.status = status  # unreachable | http_401 | http_403 | http_error | handshake_timeout
+        self.status = status
 
 
 class ServerDiedError(DevallConnectionError):
     """A server died or its session was lost and could not be recovered."""
 
+    status: str = "exited"
+
 
 class AuthError(DevallConnectionError):
     """A remote MCP server needs authorization that devall could not obtain."""
 
+    status: str = "auth_failed"  # auth_failed | http_401 (authorization needs a person)
+
     def __init__(self, message: str, *, status: str = "auth_failed") -> None:
         super().__init__(message)
-        self.status = status  # auth_failed | http_401 (authorization needs a person)
+        self.status = status
 
 
 class LLMUnreachableError(DevallConnectionError):
@@ -187,7 +218,7 @@ class RemoteError(DevallError):
 class ProtocolError(RemoteError):
     """An MCP server broke the protocol."""
 
-    status = "protocol_error"
+    status: str = "protocol_error"
 
 
 class LLMHTTPError(RemoteError):

@@ -42,13 +42,16 @@ def main_callback(
     """Run ChatDev 2.0 (DevAll) workflows whose agents use MCP tools.
 
     Exit codes: 0 ok, 1 run or probe failed, 2 usage, 3 config, 4 connection,
-    5 remote, 130 interrupted (143 on SIGTERM).
+    5 remote, 70 internal error (a bug), 130 interrupted (143 on SIGTERM).
     """
     STATE.debug = debug
     if debug:
-        from devall_cli.errors import record_issue_origins
+        from devall_cli.cli.usage import current_context
+        from devall_cli.errors import issue_origins_recorded
 
-        record_issue_origins()  # a config error shows the stack of the check that found it
+        # A config error shows the stack of the check that found it; only for this command
+        # (the context closes when the command ends, and the previous setting comes back).
+        current_context().with_resource(issue_origins_recorded())
     STATE.no_color = no_color
     STATE.mask = None
 

@@ -186,15 +186,18 @@ def error_boundary(func: Callable[P, R]) -> Callable[P, R]:
             report_error(InterruptedRunError())
             raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
         except Exception as exc:
+            # A bug in devall, told apart from a failed run by its exit code (70, EX_SOFTWARE):
+            # one line with a hint, the traceback only with --debug.
             if STATE.debug:
-                raise
-            # A bug in devall: still one line, with a hint, never a raw traceback.
+                traceback.print_exc()
+                hint = ""
+            else:
+                hint = " (run with --debug for the traceback)"
             print_line(
                 stderr_console(),
-                f"devall: error: internal error: {type(exc).__name__}: {exc} "
-                "(run with --debug for the traceback)",
+                f"devall: error: internal error: {type(exc).__name__}: {exc}{hint}",
             )
-            raise typer.Exit(int(ExitCode.FAILED)) from None
+            raise typer.Exit(int(ExitCode.INTERNAL)) from None
 
     return wrapper
 

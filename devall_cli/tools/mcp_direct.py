@@ -15,7 +15,8 @@ version the handshake reaches, accepting every version the MCP SDK accepts), `to
 client (the SDK's types are imported only when a server asks for sampling). Progress and log
 notifications become the same events. Results are checked as the SDK checks them (content
 items, structured content against the tool's output schema) and failures are worded as
-mcp_errors.py words fastmcp's, so a command prints the same whichever client ran.
+fastmcp's are, with the words of mcp_failures.py, so a command prints the same whichever
+client ran.
 
 Not spoken: the 2026-07-28 protocol (`server/discover`); a server that speaks only that one
 refuses the handshake, and the command says so.
@@ -33,9 +34,16 @@ from types import SimpleNamespace
 from typing import Any
 
 from devall_cli import __version__
-from devall_cli.errors import DevallError, ProtocolError, ServerDiedError
+from devall_cli.errors import DevallError, ProtocolError
 from devall_cli.text import clean_value
 from devall_cli.tools.base import ElicitationAnswer, RawTool, ServerInfo, ToolResult
+from devall_cli.tools.mcp_failures import (
+    SERVER_CLOSED,
+    answered_with_error,
+    closed_during_handshake,
+    lost_connection,
+    not_answered,
+)
 from devall_cli.tools.mcp_local import LocalSource
 from devall_cli.tools.mcp_requests import RunningCall, ServerRequests
 from devall_cli.tools.mcp_session import _bounded
@@ -90,6 +98,7 @@ class DirectSession:
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self._progress: dict[int, ProgressFn] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._serving: dict[str, asyncio.Task[Any]] = {}  # the server's requests being answered
         self._reader: asyncio.Task[None] | None = None
         self._ended: str | None = None  # why the session ended, once it has
         self.protocol_version: str | None = None
@@ -153,8 +162,10 @@ class DirectSession:
             result: dict[str, Any] = await answer
             return result
         except asyncio.CancelledError:
-            # Given up (a timeout): tell the server, without waiting on it.
-            self._spawn(self._cancel(request_id))
+            # Given up (a timeout): tell the server, without waiting on it; never for
+            # `initialize`, which the protocol forbids cancelling.
+            if method != "initialize":
+                self._spawn(self._cancel(request_id))
             raise
         finally:
             self._pending.pop(request_id, None)
@@ -195,7 +206,7 @@ class DirectSession:
                 # Where a local server's text enters: results, listings, notifications, errors.
                 self._dispatch(clean_value(obj))
         finally:
-            self._end("the server closed its output")
+            self._end(SERVER_CLOSED)
 
     def _dispatch(self, obj: dict[str, Any]) -> None:
         method = obj.get("method")
@@ -203,12 +214,12 @@ class DirectSession:
             params = obj.get("params")
             params = params if isinstance(params, Mapping) else {}
             if "id" in obj:
-                self._spawn(self._answer(obj["id"], method, params))
+                self._serve(obj["id"], method, params)
             else:
                 self._notified(method, params)
             return
-        request_id = obj.get("id")
-        answer = self._pending.get(request_id) if isinstance(request_id, int) else None
+        request_id = _our_id(obj.get("id"))
+        answer = self._pending.get(request_id) if request_id is not None else None
         problem = _response_problem(obj)
         if problem is not None:
             self._note(f"[devall: invalid JSON-RPC message ({problem}): {_shown(obj)}]")
@@ -226,8 +237,8 @@ class DirectSession:
 
     def _notified(self, method: str, params: Mapping[str, Any]) -> None:
         if method == "notifications/progress":
-            token = params.get("progressToken")
-            handler = self._progress.get(token) if isinstance(token, int) else None
+            token = _our_id(params.get("progressToken"))
+            handler = self._progress.get(token) if token is not None else None
             progress, total = params.get("progress"), params.get("total")
             if handler is not None and isinstance(progress, int | float):
                 message = params.get("message")
@@ -246,6 +257,25 @@ class DirectSession:
                 data=params.get("data"),
             )
             self._spawn(self._requests.log_message(message))  # type: ignore[arg-type]
+        elif method == "notifications/cancelled":
+            # The server gave up one of its own requests: stop answering it, send no answer.
+            task = self._serving.get(_id_key(params.get("requestId")))
+            if task is not None:
+                task.cancel()
+
+    def _serve(self, request_id: Any, method: str, params: Mapping[str, Any]) -> None:
+        """Answer a request of the server in a task of its own, which a cancel can stop."""
+        key = _id_key(request_id)
+        task = asyncio.ensure_future(self._answer(request_id, method, params))
+        self._tasks.add(task)
+        self._serving[key] = task
+
+        def done(finished: asyncio.Task[Any]) -> None:
+            self._tasks.discard(finished)
+            if self._serving.get(key) is finished:
+                del self._serving[key]
+
+        task.add_done_callback(done)
 
     async def _answer(self, request_id: Any, method: str, params: Mapping[str, Any]) -> None:
         """Answer one request of the server."""
@@ -348,13 +378,12 @@ class DirectLocalSource(LocalSource):
                 await session.open(sampling=self.requests.settings.sampling == "allow")
         except RpcError as exc:
             await session.close()
-            detail = f"error {exc.code}: {exc.message}"
-            raise ProtocolError(f"{self.server} answered the handshake with {detail}") from exc
+            raise answered_with_error(
+                self.server, "the handshake", exc.code, exc.message
+            ) from exc
         except SessionClosed as exc:
             await session.close()
-            raise ServerDiedError(
-                f"{self.server} closed the connection during the handshake"
-            ) from exc
+            raise closed_during_handshake(self.server) from exc
         except BaseException:
             await session.close()
             raise
@@ -415,13 +444,11 @@ class DirectLocalSource(LocalSource):
             try:
                 listed = await _bounded(self._pages(session), self.request_timeout, self.waits)
             except TimeoutError as exc:
-                limit = f" after {self.request_timeout:g}s"
-                raise ProtocolError(f"{self.server} did not answer tools/list{limit}") from exc
+                raise not_answered(self.server, "tools/list", self.request_timeout) from exc
             except RpcError as exc:
-                detail = f"error {exc.code}: {exc.message}"
-                raise ProtocolError(f"{self.server} answered tools/list with {detail}") from exc
+                raise answered_with_error(self.server, "tools/list", exc.code, exc.message) from exc
             except SessionClosed as exc:
-                raise ServerDiedError(f"lost the connection to {self.server}: {exc}") from exc
+                raise lost_connection(self.server, str(exc)) from exc
         tools = [self._raw_tool(item, number) for number, item in enumerate(listed)]
         self._check_unique([tool.name for tool in tools])
         self._output_schemas = {tool.name: tool.output_schema for tool in tools}
@@ -573,6 +600,23 @@ def _elicit_result(answer: ElicitationAnswer, schema: dict[str, Any] | None) -> 
             validators.validator_for(schema)(schema).validate(content)
         result["content"] = content
     return result
+
+
+def _our_id(value: Any) -> int | None:
+    """A request id or progress token as devall sent it (an int), also when the server echoes
+    it as a string ("1" for 1), as the SDK accepts; None when it cannot be one of ours."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.isascii() and value.isdigit():
+        return int(value)
+    return None
+
+
+def _id_key(value: Any) -> str:
+    """A key for an id of the server's own requests: a number and its string form are one."""
+    return json.dumps(value) if not isinstance(value, int | str) else str(value)
 
 
 def _response_problem(obj: Mapping[str, Any]) -> str | None:

@@ -11,6 +11,9 @@ data). Messages name the server id and URL or command, never a header value.
     JSON-RPC error → ProtocolError    JSON-RPC error → ProtocolError  → ToolResult
     "Connection closed" → ServerDiedError (every phase)            ToolError → ToolResult
     OAuth failure (AuthError, the SDK's OAuthFlowError) → AuthError (every phase)
+
+The words are mcp_failures.py's, which devall's own stdio client (mcp_direct.py) uses for the
+same failures, so each reads the same whichever client met it.
 """
 
 from __future__ import annotations
@@ -31,10 +34,16 @@ from devall_cli.errors import (
     AuthError,
     DevallError,
     ProtocolError,
-    ServerDiedError,
     ServerUnreachableError,
 )
 from devall_cli.tools.base import ToolResult
+from devall_cli.tools.mcp_failures import (
+    SERVER_CLOSED,
+    answered_with_error,
+    closed_during_handshake,
+    lost_connection,
+    not_answered,
+)
 from devall_cli.tools.stdio_lines import INVALID_RESPONSE
 from devall_cli.tools.tool_errors import (
     BAD_RESULT_MESSAGES,
@@ -136,6 +145,8 @@ def is_session_lost(exc: BaseException) -> bool:
 def describe_failure(exc: BaseException) -> str:
     """A short human reason for a connection-level failure."""
     for item in chain(exc):
+        if isinstance(item, MCPError) and item.code == mcp_types.CONNECTION_CLOSED:
+            return SERVER_CLOSED  # as devall's own client says it (mcp_failures.py)
         if isinstance(item, ConnectionRefusedError):
             return "connection refused"
         if isinstance(item, socket.gaierror):
@@ -196,7 +207,7 @@ class _Translator:
         if self.phase == "connect":
             return self.connect_failure(exc)
         if is_session_lost(exc):
-            return ServerDiedError(f"lost the connection to {self.server}: {describe_failure(exc)}")
+            return lost_connection(self.server, describe_failure(exc))
         if isinstance(exc, TimeoutError):
             return self.timed_out()
         return self.unexpected(exc)
@@ -225,19 +236,17 @@ class _Translator:
             return self.timed_out()
         if self.phase == "call":
             return failed_call(self.tool, exc.message, invalid_marker=INVALID_RESPONSE)
-        detail = f"error {exc.code}: {exc.message}"
-        return ProtocolError(f"{self.server} answered {self.method()} with {detail}")
+        return answered_with_error(self.server, self.method(), exc.code, exc.message)
 
     def method(self) -> str:
         return "tools/list" if self.phase == "list" else "the handshake"
 
     def timed_out(self) -> DevallError | ToolResult:
-        limit = f" after {self.timeout:g}s" if self.timeout is not None else ""
         if self.phase == "call":
             return timed_out_call(self.tool, self.timeout)
         if self.phase == "connect":
             return self.handshake_timeout()
-        return ProtocolError(f"{self.server} did not answer tools/list{limit}")
+        return not_answered(self.server, "tools/list", self.timeout)
 
     def connect_failure(self, exc: BaseException) -> DevallError:
         if is_handshake_timeout(exc):
@@ -245,7 +254,7 @@ class _Translator:
         if any(isinstance(e, OSError | httpx2.TransportError) for e in chain(exc)):
             return ServerUnreachableError(f"cannot reach {self.server}: {describe_failure(exc)}")
         if is_session_lost(exc) and not isinstance(exc, RuntimeError):
-            return ServerDiedError(f"{self.server} closed the connection during the handshake")
+            return closed_during_handshake(self.server)
         if isinstance(exc, RuntimeError) and str(exc).lower().startswith(_LOST_MESSAGES):
             return ServerUnreachableError(f"cannot reach {self.server}: {_message(exc)}")
         result = self.unexpected(exc)

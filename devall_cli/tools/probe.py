@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from devall_cli.config.model import Workflow
-from devall_cli.errors import DevallError, ProtocolError, ServerStartError, ServerUnreachableError
+from devall_cli.errors import DevallError
 from devall_cli.tools.head_start import HeadStart
 from devall_cli.tools.plan import (
     SourceContext,
@@ -114,12 +114,10 @@ async def _probe_one(plan: SourcePlan, deadline: float, ctx: SourceContext) -> P
 
 
 def failure_status(exc: DevallError) -> str:
-    """The failure class DESIGN.md names for an error."""
-    if isinstance(exc, ServerStartError | ServerUnreachableError):
-        return exc.status
-    if isinstance(exc, ProtocolError):
-        return "protocol_error"
-    return str(getattr(exc, "status", "protocol_error"))
+    """The failure class DESIGN.md names for an error: its `status` (errors.py), else
+    `protocol_error` for an error class that names none."""
+    status = getattr(exc, "status", None)
+    return status if isinstance(status, str) else "protocol_error"
 
 
 def _tail(source: object) -> tuple[str, ...]:

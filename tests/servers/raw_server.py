@@ -6,6 +6,12 @@
     --asks METHOD    during each call, asks the client METHOD first and answers with its reply
     --fixture        also lists the fixture tools below (callable by name either way)
     --record PATH    appends one JSON line per `sleep` call: tag, start, end, in_flight, peak
+    --cancel-asked   with --asks: cancels its own request at once (notifications/cancelled) and
+                     answers the call without waiting for the client's reply
+    --string-ids     echoes the id of every request it answers as a string ("1" for 1)
+    --string-progress-tokens  during each call, reports progress with the token as a string
+    --exit-on-list   exits (status 3) when asked for tools/list
+    --silent-handshake  never answers initialize; logs on stderr each message it gets meanwhile
 
 Tools: `tool_<i>` (one a page) answer `called tool_<i>`; `shaped` declares an output schema
 {"n": integer} and returns structured content as asked: `{"mode": "none" | "wrong" | "right"}`.
@@ -46,11 +52,14 @@ SHAPED = {
 
 
 _SEND = threading.Lock()  # calls answered on threads of their own write whole lines
+STRING_IDS = [False]
 
 
 def send(message: dict[str, Any]) -> None:
     if "serverInfo" in (message.get("result") or {}):
         Seen.handshakes += 1
+    if STRING_IDS[0] and "method" not in message and isinstance(message.get("id"), int):
+        message = {**message, "id": str(message["id"])}
     with _SEND:
         sys.stdout.write(json.dumps(message) + "\n")
         sys.stdout.flush()
@@ -222,6 +231,14 @@ def call_result(name: str, arguments: dict[str, Any], asked: Any) -> dict[str, A
     return {"content": [{"type": "text", "text": said}]}
 
 
+def ask(method: str) -> dict[str, Any]:
+    """The params of what the server asks the client: an elicitation needs a message and form."""
+    if method == "elicitation/create":
+        schema = {"type": "object", "properties": {"name": {"type": "string"}}}
+        return {"message": "Your name?", "requestedSchema": schema}
+    return {}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--pages", type=int, default=1)
@@ -230,15 +247,30 @@ def main() -> None:
     parser.add_argument("--asks", default=None)
     parser.add_argument("--fixture", action="store_true")
     parser.add_argument("--record", default=None)
+    parser.add_argument("--cancel-asked", action="store_true")
+    parser.add_argument("--string-ids", action="store_true")
+    parser.add_argument("--string-progress-tokens", action="store_true")
+    parser.add_argument("--exit-on-list", action="store_true")
+    parser.add_argument("--silent-handshake", action="store_true")
     options = parser.parse_args()
     Seen.record = options.record
+    STRING_IDS[0] = options.string_ids
     print("raw server ready", file=sys.stderr, flush=True)
     asked_id = 1000
     while (message := receive()) is not None:
         method, request_id = message.get("method"), message.get("id")
+        if options.silent_handshake:
+            print(f"raw server got {method}", file=sys.stderr, flush=True)
+            continue
         if request_id is None or method is None:
             continue  # notifications, and answers outside a call
         params = message.get("params") or {}
+        if method == "tools/list" and options.exit_on_list:
+            sys.exit(3)
+        token = (params.get("_meta") or {}).get("progressToken")
+        if method == "tools/call" and options.string_progress_tokens and token is not None:
+            progress = {"progressToken": str(token), "progress": 1, "total": 2, "message": "half"}
+            send({"jsonrpc": "2.0", "method": "notifications/progress", "params": progress})
         if method == "initialize":
             if options.modern_only:
                 error = {
@@ -275,9 +307,15 @@ def main() -> None:
             asked = None
             if options.asks:
                 asked_id += 1
-                send({"jsonrpc": "2.0", "id": asked_id, "method": options.asks, "params": {}})
-                answer = receive()
-                asked = answer.get("result", answer.get("error")) if answer else None
+                asking = {"jsonrpc": "2.0", "id": asked_id, "method": options.asks}
+                send({**asking, "params": ask(options.asks)})
+                if options.cancel_asked:
+                    cancel = {"requestId": asked_id, "reason": "no longer needed"}
+                    send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel})
+                    asked = "cancelled"
+                else:
+                    answer = receive()
+                    asked = answer.get("result", answer.get("error")) if answer else None
             result = call_result(params["name"], params.get("arguments") or {}, asked)
             send({"jsonrpc": "2.0", "id": request_id, "result": result})
         elif method == "ping":
