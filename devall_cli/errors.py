@@ -33,11 +33,6 @@ from enum import IntEnum
 _RECORD_ORIGINS = [False]
 
 
-def record_issue_origins(on: bool = True) -> None:
-    """From now on, every ConfigIssue keeps the stack that created it (for `--debug`)."""
-    _RECORD_ORIGINS[0] = on
-
-
 @contextlib.contextmanager
 def issue_origins_recorded(on: bool = True) -> Iterator[None]:
     """Record issue origins (or not) inside the block; the previous setting comes back after."""

@@ -54,7 +54,6 @@ class MemoryStoreConfig:
     path: str = ""  # where it is declared: graph.memory[0]
 
 
-
 # --- tooling entries ----------------------------------------------------------------------
 
 
