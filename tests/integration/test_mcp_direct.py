@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,35 +20,7 @@ from devall_cli.tools.kinds.mcp_local import McpLocalConfig
 from devall_cli.tools.mcp_direct import HANDSHAKE_VERSIONS, DirectLocalSource
 from devall_cli.tools.mcp_local import LocalSource
 from tests.helpers import text_of
-from tests.servers.serve import pid_gone
-
-RAW = Path(__file__).resolve().parents[1] / "servers" / "raw_server.py"
-Factory = Callable[..., LocalSource]
-
-
-@pytest.fixture(params=[LocalSource, DirectLocalSource], ids=["fastmcp", "direct"])
-async def raw(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Factory]:
-    """Sources on the raw server with the given flags; closed (and gone) at the end."""
-    kind: type[LocalSource] = request.param
-    made: list[LocalSource] = []
-
-    def make(*flags: str) -> LocalSource:
-        config = McpLocalConfig(
-            command=sys.executable,
-            args=(str(RAW), *flags),
-            wait_for_log="raw server ready",
-            startup_timeout=20,
-            call_timeout=10,
-        )
-        source = kind(id="raw", config=config, workflow_dir=tmp_path)
-        made.append(source)
-        return source
-
-    yield make
-    for source in made:
-        pid = source.pid
-        await source.close()
-        assert pid is None or pid_gone(pid)
+from tests.integration.conftest import RAW, Factory
 
 
 async def test_every_page_of_the_listing_is_read(raw: Factory) -> None:

@@ -8,22 +8,16 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import sys
-from collections.abc import AsyncIterator, Callable
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from devall_cli.errors import DevallError, ServerDiedError
-from devall_cli.tools.base import CallContext, ElicitationAnswer, TextBlock
-from devall_cli.tools.kinds.mcp_local import McpLocalConfig
+from devall_cli.tools.base import CallContext, ElicitationAnswer
 from devall_cli.tools.mcp_direct import DirectLocalSource
-from devall_cli.tools.mcp_local import LocalSource
-from tests.servers.serve import pid_gone
-
-RAW = Path(__file__).resolve().parents[1] / "servers" / "raw_server.py"
-Factory = Callable[..., LocalSource]
+from tests.helpers import text_of
+from tests.integration.conftest import Factory
 
 
 class Events:
@@ -37,34 +31,6 @@ class Events:
 
     def __getattr__(self, name: str) -> Callable[..., None]:
         return lambda *args, **kwargs: None
-
-
-@pytest.fixture(params=[LocalSource, DirectLocalSource], ids=["fastmcp", "direct"])
-async def raw(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Factory]:
-    kind: type[LocalSource] = request.param
-    made: list[LocalSource] = []
-
-    def make(*flags: str, **kwargs: Any) -> LocalSource:
-        config = McpLocalConfig(
-            command=sys.executable,
-            args=(str(RAW), *flags),
-            wait_for_log="raw server ready",
-            startup_timeout=20,
-            call_timeout=10,
-        )
-        source = kind(id="raw", config=config, workflow_dir=tmp_path, **kwargs)
-        made.append(source)
-        return source
-
-    yield make
-    for source in made:
-        pid = source.pid
-        await source.close()
-        assert pid is None or pid_gone(pid)
-
-
-def text_of(result: Any) -> str:
-    return "\n".join(b.text for b in result.blocks if isinstance(b, TextBlock))
 
 
 async def test_answers_with_string_ids_are_matched_to_their_requests(raw: Factory) -> None:
