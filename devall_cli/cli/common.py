@@ -248,7 +248,7 @@ def run_async(coro: Coroutine[Any, Any, R], signals: SignalState | None = None) 
     """
     import asyncio  # here, not at the top: --help and validate start ~20 ms faster without it
 
-    from devall_cli.cli.early import take_loop
+    from devall_cli.cli.early import take_loop, terminated_early
 
     state = signals or SignalState()
     early_loop = take_loop()  # servers spawned before the CLI was parsed run on it
@@ -264,6 +264,8 @@ def run_async(coro: Coroutine[Any, Any, R], signals: SignalState | None = None) 
 
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.add_signal_handler(signal.SIGTERM, on_sigterm)
+        if terminated_early():  # a SIGTERM before this loop took it over was swallowed
+            on_sigterm()
         try:
             return await coro
         finally:

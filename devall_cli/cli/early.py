@@ -104,8 +104,21 @@ class Terminated(BaseException):
     """
 
 
+_TERMINATED = False  # SIGTERM arrived early: also when its Terminated was swallowed
+
+
 def _on_sigterm(signum: int, frame: object) -> None:
+    global _TERMINATED
+    _TERMINATED = True
+    # Raised into whatever runs now. Python ignores (prints) an exception raised inside a
+    # weakref callback or `__del__` (an import's module-lock callback, say): then the flag
+    # still tells run_async to end the command as SIGTERM would.
     raise Terminated
+
+
+def terminated_early() -> bool:
+    """Whether SIGTERM arrived before the command's event loop took it over."""
+    return _TERMINATED
 
 
 def main() -> None:

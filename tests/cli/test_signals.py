@@ -209,3 +209,34 @@ def test_sigterm_while_an_async_function_blocks_its_thread(tmp_path: Path) -> No
     assert "Traceback" not in err and out == ""
     result = json.loads((run_dir / "result.json").read_text())
     assert result["status"] == "interrupted" and result["exit_code"] == 143
+
+
+def test_a_sigterm_swallowed_before_the_loop_took_over_still_ends_the_command(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # SIGTERM raises Terminated into whatever runs; inside an import's module-lock callback
+    # Python only prints it. The early handler's flag must end the command all the same.
+    import asyncio
+
+    from devall_cli.cli import early
+    from devall_cli.cli.common import run_async
+    from devall_cli.errors import InterruptedRunError
+
+    monkeypatch.setattr(early, "_TERMINATED", False)
+    with pytest.raises(early.Terminated):
+        early._on_sigterm(signal.SIGTERM, None)  # raised, and (as if) ignored
+    assert early.terminated_early()
+    seen: list[str] = []
+
+    async def work() -> None:
+        try:
+            await asyncio.sleep(60)
+            seen.append("finished")
+        except asyncio.CancelledError:
+            seen.append("cancelled")
+            raise
+
+    with pytest.raises(InterruptedRunError) as caught:
+        run_async(work())
+    assert int(caught.value.exit_code) == 143 and "SIGTERM" in caught.value.message
+    assert seen == ["cancelled"]
