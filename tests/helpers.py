@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from devall_cli.cli.app import app
 from devall_cli.tools.base import TextBlock
+from devall_cli.tools.mcp_local import LocalSource
 from tests.servers.serve import free_port as free_port  # re-exported
 
 # The installed command, beside the tests' Python; its bin/ goes first on PATH, so that `python`
@@ -89,3 +90,9 @@ def events(run_dir: Path, kind: str | None = None) -> list[dict[str, Any]]:
 def text_of(result: Any) -> str:
     """The text blocks of a tool result, one a line."""
     return "\n".join(block.text for block in result.blocks if isinstance(block, TextBlock))
+
+
+def direct_local_source(**kwargs: Any) -> LocalSource:
+    """A LocalSource whose session is devall's own client (mcp_direct.py), as `tools list`,
+    `tools call` and `probe` build it; `LocalSource(...)` alone gets fastmcp's."""
+    return LocalSource(client="direct", **kwargs)

@@ -36,7 +36,7 @@ from devall_cli.tools.stdio_process import StdioProcess
 
 # The modules whose import brings fastmcp's client stack along (fastmcp, mcp, mcp_types, httpx2),
 # which a LocalSource imports when it shakes hands (mcp_local.py itself imports none of it).
-CLIENT_MODULES = ("devall_cli.tools.stdio_transport", "devall_cli.tools.mcp_errors")
+CLIENT_MODULES = ("devall_cli.tools.stdio_transport", "devall_cli.tools.mcp_fastmcp")
 # What the direct client (mcp_direct.py) needs for calls, beyond listing.
 DIRECT_CALL_MODULES = ("devall_cli.tools.mcp_direct", "jsonschema")
 # `DEVALL_MCP_CLIENT=fastmcp`: list and call with fastmcp's client too (see mcp_direct.py).

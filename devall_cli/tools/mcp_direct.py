@@ -1,4 +1,5 @@
-"""devall's own MCP client for local servers, for the commands that only list and call tools.
+"""`DirectSession`: devall's own MCP client for local servers, for the commands that only list
+and call tools. One of the two `McpSession`s (mcp_protocol.py) a `LocalSource` can hold.
 
 `devall tools list`, `tools call` and `probe` start a local server, shake hands, list (and call)
 once and exit. Importing fastmcp's client for that costs more CPU than most servers need to start
@@ -14,9 +15,9 @@ version the handshake reaches, accepting every version the MCP SDK accepts), `to
 `elicitation/create` and `sampling/createMessage` through the same `ServerRequests` as fastmcp's
 client (the SDK's types are imported only when a server asks for sampling). Progress and log
 notifications become the same events. Results are checked as the SDK checks them (content
-items, structured content against the tool's output schema) and failures are worded as
-fastmcp's are, with the words of mcp_failures.py, so a command prints the same whichever
-client ran.
+items, structured content against the tool's output schema). It raises `RpcError`,
+`SessionClosed` and ProtocolError; the source bounds its requests and mcp_errors.py words its
+failures as it words fastmcp's, so a command prints the same whichever client ran.
 
 Not spoken: the 2026-07-28 protocol (`server/discover`); a server that speaks only that one
 refuses the handshake, and the command says so.
@@ -29,28 +30,27 @@ import contextlib
 import itertools
 import json
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, TypeVar
 
 from devall_cli import __version__
 from devall_cli.errors import DevallError, ProtocolError
 from devall_cli.text import clean_value
-from devall_cli.tools.base import ElicitationAnswer, RawTool, ServerInfo, ToolResult
-from devall_cli.tools.mcp_failures import (
-    SERVER_CLOSED,
-    answered_with_error,
-    closed_during_handshake,
-    lost_connection,
-    not_answered,
+from devall_cli.tools.base import ElicitationAnswer, RawTool, ToolResult
+from devall_cli.tools.mcp_failures import SERVER_CLOSED
+from devall_cli.tools.mcp_protocol import (
+    CallOutcome,
+    ProgressFn,
+    RpcError,
+    SessionClosed,
 )
-from devall_cli.tools.mcp_local import LocalSource
-from devall_cli.tools.mcp_requests import RunningCall, ServerRequests
-from devall_cli.tools.mcp_session import _bounded
+from devall_cli.tools.mcp_requests import ServerRequests
 from devall_cli.tools.normalize import json_object
 from devall_cli.tools.stdio_lines import INVALID_RESPONSE
 from devall_cli.tools.stdio_process import StdioProcess
-from devall_cli.tools.tool_errors import failed_call, invalid_result, timed_out_call
+from devall_cli.tools.tool_errors import invalid_result
+
+T = TypeVar("T")
 
 # Protocol versions of the initialize handshake, newest first; the first is offered.
 HANDSHAKE_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
@@ -59,41 +59,51 @@ METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 MAX_PAGES = 1000  # tools/list pages followed before the listing is called endless
 _SHOWN_CHARS = 300
-ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
 
 
-class RpcError(Exception):
-    """The server answered a request with a JSON-RPC error."""
-
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
-class SessionClosed(Exception):
-    """The session ended: the server closed its output, or its input cannot be written."""
-
-
-@dataclass(frozen=True)
-class CallOutcome:
-    """A checked `tools/call` result, read by normalize.py as it reads the SDK's."""
-
-    content: list[Any]
-    structured_content: Any
-    meta: Any
-    is_error: bool
+async def open_direct(
+    process: StdioProcess,
+    requests: ServerRequests,
+    *,
+    server: str,
+    note: Callable[[str], None],
+    output_schemas: dict[str, Mapping[str, Any] | None],
+) -> DirectSession:
+    """A session on `process` after the handshake (unbounded here: the source bounds it)."""
+    session = DirectSession(
+        process, requests, server=server, note=note, output_schemas=output_schemas
+    )
+    try:
+        await session.open(sampling=requests.settings.sampling == "allow")
+    except BaseException:
+        await session.close()
+        raise
+    return session
 
 
 class DirectSession:
-    """One MCP session on a running StdioProcess: requests out, answers and requests in."""
+    """One MCP session on a running StdioProcess: requests out, answers and requests in.
+
+    An `McpSession` (mcp_protocol.py) that speaks the handshake, `tools/list`, `tools/call` and
+    `logging/setLevel`, and answers what the server asks.
+    """
 
     def __init__(
-        self, process: StdioProcess, requests: ServerRequests, note: Callable[[str], None]
+        self,
+        process: StdioProcess,
+        requests: ServerRequests,
+        *,
+        server: str,
+        note: Callable[[str], None],
+        output_schemas: dict[str, Mapping[str, Any] | None],
     ) -> None:
         self._process = process
         self._requests = requests
+        self.server = server  # `MCP server 'id' (command)`, as errors name it
         self._note = note  # a line for the server's log
+        # The output schema of each tool the server listed last: calls are checked against it.
+        # Owned by the source, so that it outlives a restart of the server.
+        self._output_schemas = output_schemas
         self._ids = itertools.count(1)
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self._progress: dict[int, ProgressFn] = {}
@@ -118,7 +128,7 @@ class DirectSession:
         }
         if sampling:
             capabilities["sampling"] = {}
-        result = await self.request(
+        result = await self.rpc(
             "initialize",
             {
                 "protocolVersion": HANDSHAKE_VERSIONS[0],
@@ -139,7 +149,7 @@ class DirectSession:
 
     # --- requests ------------------------------------------------------------------------------
 
-    async def request(
+    async def rpc(
         self,
         method: str,
         params: Mapping[str, Any] | None = None,
@@ -333,132 +343,41 @@ class DirectSession:
         dumped: dict[str, Any] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
         return dumped
 
-    # --- the end -------------------------------------------------------------------------------
+    # --- what a source asks (mcp_protocol.McpSession) -------------------------------------------
 
-    def _spawn(self, work: Awaitable[Any]) -> None:
-        task = asyncio.ensure_future(work)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+    @property
+    def logs(self) -> bool:
+        return self.capabilities.get("logging") is not None
 
-    def _end(self, why: str) -> None:
-        """Fail every request waiting for an answer; later ones fail at once."""
-        if self._ended is None:
-            self._ended = why
-        for answer in self._pending.values():
-            if not answer.done():
-                answer.set_exception(SessionClosed(self._ended))
+    async def set_log_level(self, level: str) -> None:
+        await self.rpc("logging/setLevel", {"level": level})
 
-    async def close(self) -> None:
-        """Stop reading and answering; the process is its source's to stop."""
-        self._end("the session was closed")
-        tasks = [t for t in (self._reader, *self._tasks) if t is not None and not t.done()]
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-
-
-class DirectLocalSource(LocalSource):
-    """A local server spoken to by `DirectSession`: list and call only, as LocalSource does."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self._direct: DirectSession | None = None
-        self._output_schemas: dict[str, Mapping[str, Any] | None] = {}
-
-    # --- the session ---------------------------------------------------------------------------
-
-    async def _shake_hands(self, process: StdioProcess) -> None:
-        """The handshake on `process` within `init_timeout`, replacing any earlier session."""
-        old, self._direct = self._direct, None
-        if old is not None:
-            await old.close()
-        session = DirectSession(process, self.requests, note=self._log)
-        try:
-            async with asyncio.timeout(self.init_timeout):
-                await session.open(sampling=self.requests.settings.sampling == "allow")
-        except RpcError as exc:
-            await session.close()
-            raise answered_with_error(
-                self.server, "the handshake", exc.code, exc.message
-            ) from exc
-        except SessionClosed as exc:
-            await session.close()
-            raise closed_during_handshake(self.server) from exc
-        except BaseException:
-            await session.close()
-            raise
-        self._direct = session
-        self._info = ServerInfo(
-            protocol_version=session.protocol_version, server_name=session.server_name
-        )
-        self._generation += 1
-        self.requests.session_started()
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(self.request_timeout):
-                await self._apply_log_level(session)
-
-    async def _apply_log_level(self, session: DirectSession) -> None:
-        """Ask the server for log messages from `log_level` up, when it logs at all."""
-        level = self.requests.settings.log_level
-        if level is None or session.capabilities.get("logging") is None:
-            return
-        try:
-            await session.request("logging/setLevel", {"level": level})
-        except (RpcError, SessionClosed) as exc:  # it still works; its logs are filtered
-            self._log(f"[devall] the server refused log_level {level}: {exc}")
-
-    async def _session_now(self) -> DirectSession:
-        """The current session, starting the server first when there is none."""
-        if self._direct is None:
-            async with self._lock:
-                if self._direct is None:
-                    await self._open_session()
-        assert self._direct is not None
-        return self._direct
-
-    async def start(self) -> ServerInfo:
-        """Spawn (or adopt), wait for readiness and shake hands; idempotent."""
-        await self._session_now()
-        assert self._info is not None
-        return self._info
-
-    async def close(self) -> None:
-        """End the session, then stop the server as LocalSource does."""
-        session, self._direct = self._direct, None
-        try:
-            if session is not None:
-                await session.close()
-        finally:
-            await super().close()
-
-    async def request(self, operation: Any) -> Any:
+    async def request(self, operation: Callable[[Any], Awaitable[T]]) -> T:
         raise DevallError(f"{self.server}: only tools/list and tools/call are spoken here")
-
-    # --- listing -------------------------------------------------------------------------------
 
     async def list_tools(self) -> list[RawTool]:
         """Every page of `tools/list`, checked as the SDK checks it."""
-        await self._restart_if_gone()
-        async with self._limiter:
-            session = await self._session_now()
-            try:
-                listed = await _bounded(self._pages(session), self.request_timeout, self.waits)
-            except TimeoutError as exc:
-                raise not_answered(self.server, "tools/list", self.request_timeout) from exc
-            except RpcError as exc:
-                raise answered_with_error(self.server, "tools/list", exc.code, exc.message) from exc
-            except SessionClosed as exc:
-                raise lost_connection(self.server, str(exc)) from exc
+        listed = await self._pages()
         tools = [self._raw_tool(item, number) for number, item in enumerate(listed)]
-        self._check_unique([tool.name for tool in tools])
-        self._output_schemas = {tool.name: tool.output_schema for tool in tools}
+        self._output_schemas.clear()
+        self._output_schemas.update({tool.name: tool.output_schema for tool in tools})
         return tools
 
-    async def _pages(self, session: DirectSession) -> list[Any]:
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], progress: ProgressFn | None
+    ) -> CallOutcome | ToolResult:
+        """One `tools/call`, checked as the SDK checks its result."""
+        params = {"name": name, "arguments": arguments}
+        result = await self.rpc("tools/call", params, progress=progress)
+        return self._outcome(name, result)
+
+    # --- listing -------------------------------------------------------------------------------
+
+    async def _pages(self) -> list[Any]:
         tools: list[Any] = []
         cursor: str | None = None
         for _ in range(MAX_PAGES):
-            result = await session.request("tools/list", {"cursor": cursor} if cursor else None)
+            result = await self.rpc("tools/list", {"cursor": cursor} if cursor else None)
             page = result.get("tools")
             if not isinstance(page, list):
                 raise ProtocolError(self._invalid_listing("tools: a list is required"))
@@ -499,25 +418,6 @@ class DirectLocalSource(LocalSource):
 
     # --- calling -------------------------------------------------------------------------------
 
-    async def _call_with_recovery(
-        self, name: str, arguments: dict[str, Any], limit: float, call: RunningCall
-    ) -> CallOutcome | ToolResult:
-        """One call on the session (LocalSource turns a lost session into `server_exited`)."""
-        session = await self._session_now()
-        await self.requests.check_roots(session)
-        params = {"name": name, "arguments": arguments}
-        progress = self.requests.progress_handler(call)
-        try:
-            request = session.request("tools/call", params, progress=progress)
-            result = await _bounded(request, limit, self.waits, call.clock)
-        except TimeoutError:
-            return timed_out_call(name, limit)
-        except RpcError as exc:
-            return failed_call(name, exc.message, invalid_marker=INVALID_RESPONSE)
-        except SessionClosed as exc:
-            raise self._died(exc, str(exc)) from exc
-        return self._outcome(name, result)
-
     def _outcome(self, name: str, result: Mapping[str, Any]) -> CallOutcome | ToolResult:
         """The result, or an `invalid_result` where the SDK's checks would refuse it."""
         content = result.get("content")
@@ -538,6 +438,29 @@ class DirectLocalSource(LocalSource):
             if problem is not None:
                 return invalid_result(name, problem)
         return CallOutcome(content, structured, result.get("_meta"), is_error)
+
+    # --- the end -------------------------------------------------------------------------------
+
+    def _spawn(self, work: Awaitable[Any]) -> None:
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _end(self, why: str) -> None:
+        """Fail every request waiting for an answer; later ones fail at once."""
+        if self._ended is None:
+            self._ended = why
+        for answer in self._pending.values():
+            if not answer.done():
+                answer.set_exception(SessionClosed(self._ended))
+
+    async def close(self) -> None:
+        """Stop reading and answering; the process is its source's to stop."""
+        self._end("the session was closed")
+        tasks = [t for t in (self._reader, *self._tasks) if t is not None and not t.done()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def _schema_problem(

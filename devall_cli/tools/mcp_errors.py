@@ -1,8 +1,10 @@
-"""The one place where fastmcp, MCP SDK, httpx2 and anyio exceptions become devall's own.
+"""The one place where a session's exceptions become devall's own, whichever client raised them.
 
-`translate_exception` maps a foreign exception raised while connecting, listing or calling to a
-DevallError (infrastructure failures stop the run) or to an error ToolResult (tool failures are
-data). Messages name the server id and URL or command, never a header value.
+`translate_exception` maps an exception raised while connecting, listing or calling — fastmcp's,
+the MCP SDK's, httpx2's and anyio's, or the direct client's `RpcError` and `SessionClosed`
+(mcp_protocol.py) — to a DevallError (infrastructure failures stop the run) or to an error
+ToolResult (tool failures are data). Messages name the server id and URL or command, never a
+header value.
 
     phase "connect"                   phase "list"                phase "call"
     refused / DNS / reset → unreachable                           session lost → ServerDiedError
@@ -12,23 +14,20 @@ data). Messages name the server id and URL or command, never a header value.
     "Connection closed" → ServerDiedError (every phase)            ToolError → ToolResult
     OAuth failure (AuthError, the SDK's OAuthFlowError) → AuthError (every phase)
 
-The words are mcp_failures.py's, which devall's own stdio client (mcp_direct.py) uses for the
-same failures, so each reads the same whichever client met it.
+A `RpcError` is read as the SDK's MCPError, a `SessionClosed` as a lost session.
+
+Light to import: the libraries' exception types are looked up where they are already loaded
+(`sys.modules`), never imported here. An exception of a library that was never imported cannot
+exist, so the direct client, which starts without fastmcp, gets its failures worded here too
+without paying for the SDK.
 """
 
 from __future__ import annotations
 
 import socket
+import sys
 from collections.abc import Iterator
-from typing import Literal
-
-import anyio
-import httpx2
-import mcp_types
-from fastmcp.exceptions import ToolError
-from mcp import MCPError
-from mcp.client.auth import OAuthFlowError
-from pydantic import ValidationError
+from typing import Any, Literal
 
 from devall_cli.errors import (
     AuthError,
@@ -44,6 +43,7 @@ from devall_cli.tools.mcp_failures import (
     lost_connection,
     not_answered,
 )
+from devall_cli.tools.mcp_protocol import RpcError, SessionClosed
 from devall_cli.tools.stdio_lines import INVALID_RESPONSE
 from devall_cli.tools.tool_errors import (
     BAD_RESULT_MESSAGES,
@@ -56,29 +56,66 @@ from devall_cli.tools.tool_errors import (
 
 Phase = Literal["connect", "list", "call"]
 
-# Every exception type `translate_exception` recognises by type (the completeness test builds
-# one instance of each); anything else becomes a ProtocolError naming its type.
-HANDLED_TYPES: tuple[type[BaseException], ...] = (
-    DevallError,
-    OAuthFlowError,
-    ToolError,
-    MCPError,
-    httpx2.HTTPStatusError,
-    httpx2.TimeoutException,
-    httpx2.TransportError,
-    anyio.ClosedResourceError,
-    anyio.BrokenResourceError,
-    anyio.EndOfStream,
-    ConnectionError,
-    socket.gaierror,
-    OSError,
-    TimeoutError,
-    ValidationError,
-    RuntimeError,
-    BaseExceptionGroup,
-)
 
-_LOST_STREAM = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream)
+class _NotLoaded(Exception):
+    """Stands for the type of a library that is not loaded: nothing is an instance of it."""
+
+
+def _loaded(module: str, name: str) -> Any:
+    """`module.name` where `module` is already imported, else a type nothing is an instance of."""
+    found = sys.modules.get(module)
+    return getattr(found, name, _NotLoaded) if found is not None else _NotLoaded
+
+
+class _Foreign:
+    """The foreign exception types, as far as their libraries are loaded now."""
+
+    def __init__(self) -> None:
+        self.mcp_error: Any = _loaded("mcp", "MCPError")
+        self.tool_error: Any = _loaded("fastmcp.exceptions", "ToolError")
+        self.oauth_flow_error: Any = _loaded("mcp.client.auth", "OAuthFlowError")
+        self.http_status_error: Any = _loaded("httpx2", "HTTPStatusError")
+        self.http_timeout: Any = _loaded("httpx2", "TimeoutException")
+        self.http_connect_timeout: Any = _loaded("httpx2", "ConnectTimeout")
+        self.http_transport_error: Any = _loaded("httpx2", "TransportError")
+        self.validation_error: Any = _loaded("pydantic", "ValidationError")
+        self.lost_stream: tuple[Any, ...] = tuple(
+            _loaded("anyio", name)
+            for name in ("ClosedResourceError", "BrokenResourceError", "EndOfStream")
+        )
+
+
+def handled_types() -> tuple[type[BaseException], ...]:
+    """Every exception type `translate_exception` recognises by type, of the libraries loaded
+    now (the completeness test builds one instance of each); anything else becomes a
+    ProtocolError naming its type."""
+    foreign = _Foreign()
+    types = (
+        DevallError,
+        RpcError,
+        SessionClosed,
+        foreign.oauth_flow_error,
+        foreign.tool_error,
+        foreign.mcp_error,
+        foreign.http_status_error,
+        foreign.http_timeout,
+        foreign.http_transport_error,
+        *foreign.lost_stream,
+        ConnectionError,
+        socket.gaierror,
+        OSError,
+        TimeoutError,
+        foreign.validation_error,
+        RuntimeError,
+        BaseExceptionGroup,
+    )
+    return tuple(kind for kind in types if kind is not _NotLoaded)
+
+
+# JSON-RPC error codes the SDK gives meaning to (mcp_types' names).
+CONNECTION_CLOSED = -32000
+REQUEST_TIMEOUT = -32001
+INVALID_REQUEST = -32600
 _LOST_MESSAGES = (
     "client failed to connect",
     "server session was closed unexpectedly",
@@ -105,18 +142,30 @@ def _message(exc: BaseException) -> str:
     return str(exc).strip() or type(exc).__name__
 
 
-def _find(exc: BaseException, kind: type[BaseException]) -> BaseException | None:
+def _find(exc: BaseException, kind: Any) -> Any:
+    """The first exception of `kind` (a type or a tuple of types) in the chain of `exc`."""
     return next((e for e in chain(exc) if isinstance(e, kind)), None)
+
+
+def _answers(foreign: _Foreign) -> tuple[Any, ...]:
+    """The types of a server's JSON-RPC error answer: the SDK's MCPError and `RpcError`."""
+    return (foreign.mcp_error, RpcError)
+
+
+def is_server_answer(exc: BaseException) -> bool:
+    """Whether `exc` is the server's JSON-RPC error answer (the SDK's MCPError or `RpcError`)."""
+    return isinstance(exc, _answers(_Foreign()))
 
 
 def is_handshake_timeout(exc: BaseException) -> bool:
     """Whether connecting failed because the server did not complete the handshake in time."""
     if isinstance(exc, ServerUnreachableError):
         return exc.status == "handshake_timeout"
+    foreign = _Foreign()
     for item in chain(exc):
-        if isinstance(item, httpx2.ConnectTimeout):
+        if isinstance(item, foreign.http_connect_timeout):
             return False  # no TCP connection at all: the server is unreachable
-        if isinstance(item, TimeoutError | httpx2.TimeoutException):
+        if isinstance(item, (TimeoutError, foreign.http_timeout)):
             return True
         if "failed to initialize server session" in str(item).lower():
             return True
@@ -125,17 +174,22 @@ def is_handshake_timeout(exc: BaseException) -> bool:
 
 def is_session_lost(exc: BaseException) -> bool:
     """Whether a request failed because the session or connection is gone (not the request)."""
+    foreign = _Foreign()
     for item in chain(exc):
-        if isinstance(item, MCPError):
-            if item.code == mcp_types.CONNECTION_CLOSED:
+        if isinstance(item, SessionClosed):
+            return True
+        if isinstance(item, RpcError):
+            return False  # the direct client tells a lost session apart: SessionClosed
+        if isinstance(item, foreign.mcp_error):
+            if item.code == CONNECTION_CLOSED:
                 return True
             # HTTP 404 for our session id: the server restarted or dropped the session.
-            return item.code == mcp_types.INVALID_REQUEST and "session" in item.message.lower()
+            return item.code == INVALID_REQUEST and "session" in item.message.lower()
         if isinstance(item, TimeoutError):
             return False
-        if isinstance(item, (*_LOST_STREAM, httpx2.TransportError, OSError)):
+        if isinstance(item, (*foreign.lost_stream, foreign.http_transport_error, OSError)):
             return True
-        if isinstance(item, httpx2.HTTPStatusError):
+        if isinstance(item, foreign.http_status_error):
             return False
         if isinstance(item, RuntimeError) and str(item).lower().startswith(_LOST_MESSAGES):
             return True
@@ -144,21 +198,24 @@ def is_session_lost(exc: BaseException) -> bool:
 
 def describe_failure(exc: BaseException) -> str:
     """A short human reason for a connection-level failure."""
+    foreign = _Foreign()
     for item in chain(exc):
-        if isinstance(item, MCPError) and item.code == mcp_types.CONNECTION_CLOSED:
-            return SERVER_CLOSED  # as devall's own client says it (mcp_failures.py)
+        if isinstance(item, SessionClosed):
+            return _message(item)  # SERVER_CLOSED, or why the server's input cannot be written
+        if isinstance(item, foreign.mcp_error) and item.code == CONNECTION_CLOSED:
+            return SERVER_CLOSED  # as the direct client says it
         if isinstance(item, ConnectionRefusedError):
             return "connection refused"
         if isinstance(item, socket.gaierror):
             return f"host name not resolved ({item.strerror or item})"
         if isinstance(item, ConnectionResetError):
             return "connection reset by peer"
-        if isinstance(item, httpx2.TimeoutException):
+        if isinstance(item, foreign.http_timeout):
             return "timed out connecting"
     return _message(exc)
 
 
-def validation_problem(exc: ValidationError) -> str:
+def validation_problem(exc: Any) -> str:
     """The first problem a pydantic ValidationError found, as `where: what`."""
     first = exc.errors()[0]
     where = ".".join(str(part) for part in first.get("loc", ()))
@@ -184,6 +241,7 @@ class _Translator:
         self.tool = tool_name
         self.http_status = http_status if http_status and http_status >= 400 else None
         self.timeout = timeout
+        self.foreign = _Foreign()
 
     def translate(self, exc: BaseException) -> DevallError | ToolResult:
         if isinstance(exc, BaseExceptionGroup) and exc.exceptions:
@@ -193,17 +251,17 @@ class _Translator:
             return auth
         if isinstance(exc, DevallError):
             return exc
-        if isinstance(exc, ToolError):
+        if isinstance(exc, self.foreign.tool_error):
             text = _message(exc)
             if self.phase != "call":
                 return ProtocolError(f"{self.server} failed {self.method()}: {text}")
             return error_result(text, tool_name=self.tool, error_class=tool_error_class(text))
-        status = _find(exc, httpx2.HTTPStatusError)
-        if isinstance(status, httpx2.HTTPStatusError):
+        status = _find(exc, self.foreign.http_status_error)
+        if status is not None:
             return self.http_error(status.response.status_code)
-        mcp_error = _find(exc, MCPError)
-        if isinstance(mcp_error, MCPError) and not is_session_lost(exc):
-            return self.mcp_error(mcp_error)
+        answer = _find(exc, _answers(self.foreign))
+        if answer is not None and not is_session_lost(exc):
+            return self.rpc_error(answer.code, answer.message)
         if self.phase == "connect":
             return self.connect_failure(exc)
         if is_session_lost(exc):
@@ -219,7 +277,7 @@ class _Translator:
                 if item.message.startswith(self.server):
                     return item
                 return AuthError(f"{self.server}: {item.message}", status=item.status)
-            if isinstance(item, OAuthFlowError):
+            if isinstance(item, self.foreign.oauth_flow_error):
                 return AuthError(f"{self.server}: authorization failed: {_message(item)}")
         return None
 
@@ -227,16 +285,17 @@ class _Translator:
         status = {401: "http_401", 403: "http_403"}.get(code, "http_error")
         return ServerUnreachableError(f"{self.server} answered HTTP {code}", status=status)
 
-    def mcp_error(self, exc: MCPError) -> DevallError | ToolResult:
+    def rpc_error(self, code: int, message: str) -> DevallError | ToolResult:
+        """The server's (or the SDK's) JSON-RPC error `code`."""
         if self.http_status in (401, 403) or (self.http_status and self.phase != "call"):
             return self.http_error(self.http_status)
-        if exc.code == _CONNECT_TIMEOUT_CODE and self.phase == "connect":
+        if code == _CONNECT_TIMEOUT_CODE and self.phase == "connect":
             return ServerUnreachableError(f"cannot reach {self.server}: timed out connecting")
-        if exc.code in (mcp_types.REQUEST_TIMEOUT, _CONNECT_TIMEOUT_CODE):
+        if code in (REQUEST_TIMEOUT, _CONNECT_TIMEOUT_CODE):
             return self.timed_out()
         if self.phase == "call":
-            return failed_call(self.tool, exc.message, invalid_marker=INVALID_RESPONSE)
-        return answered_with_error(self.server, self.method(), exc.code, exc.message)
+            return failed_call(self.tool, message, invalid_marker=INVALID_RESPONSE)
+        return answered_with_error(self.server, self.method(), code, message)
 
     def method(self) -> str:
         return "tools/list" if self.phase == "list" else "the handshake"
@@ -251,7 +310,10 @@ class _Translator:
     def connect_failure(self, exc: BaseException) -> DevallError:
         if is_handshake_timeout(exc):
             return self.handshake_timeout()
-        if any(isinstance(e, OSError | httpx2.TransportError) for e in chain(exc)):
+        if _find(exc, SessionClosed) is not None:
+            return closed_during_handshake(self.server)
+        lost_transport = (OSError, self.foreign.http_transport_error)
+        if any(isinstance(e, lost_transport) for e in chain(exc)):
             return ServerUnreachableError(f"cannot reach {self.server}: {describe_failure(exc)}")
         if is_session_lost(exc) and not isinstance(exc, RuntimeError):
             return closed_during_handshake(self.server)
@@ -269,11 +331,10 @@ class _Translator:
     def unexpected(self, exc: BaseException) -> DevallError | ToolResult:
         text = _message(exc)
         first_line = text.splitlines()[0]
-        if isinstance(exc, ValidationError) and exc.errors():
+        invalid = isinstance(exc, self.foreign.validation_error)
+        if invalid and exc.errors():  # type: ignore[attr-defined]
             first_line = f"{first_line}: {validation_problem(exc)}"
-        bad_result = isinstance(exc, ValidationError) or any(
-            marker in text.lower() for marker in BAD_RESULT_MESSAGES
-        )
+        bad_result = invalid or any(marker in text.lower() for marker in BAD_RESULT_MESSAGES)
         if self.phase == "call" and bad_result:
             return invalid_result(self.tool, first_line)
         return ProtocolError(f"unexpected {type(exc).__name__} from {self.server}: {first_line}")

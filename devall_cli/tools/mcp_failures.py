@@ -1,8 +1,8 @@
 """How MCP session failures are worded: one wording, whichever client met them.
 
-Light on purpose (no SDK import), beside mcp_errors.py: mcp_errors.py recognises fastmcp's and
-the SDK's exceptions, mcp_direct.py its own (`RpcError`, `SessionClosed`, TimeoutError); both
-word what they found with these functions, so one failure reads the same under either client
+Light on purpose (no SDK import): mcp_errors.py, the one place where a session's exceptions
+(fastmcp's, the SDK's, or the direct client's `RpcError` and `SessionClosed`) become devall's,
+words what it found with these functions, so one failure reads the same under either client
 (tests/cli/test_session_edges_cli.py runs the same failing server under both and compares).
 """
 

@@ -6,6 +6,11 @@ When the server dies during a call, that call returns an error result (`server_e
 next request starts the server again, at most `max_restarts` times per run; after that the run
 fails with ServerDiedError. A source may be given its first process already spawned (see
 head_start.py): it then waits for readiness and shakes hands on that one.
+
+The session on the process is fastmcp's Client (`client="fastmcp"`, for `run` and `batch`) or
+devall's own small client (`client="direct"`, mcp_direct.py: the commands that list or call
+once and exit, which it starts without importing fastmcp). Both are `McpSession`s
+(mcp_protocol.py); everything else here is the same for both.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import re
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from devall_cli.errors import ConfigError, DevallError, ServerDiedError, ServerStartError
 from devall_cli.tools.attachments import AttachmentStore
@@ -36,8 +41,10 @@ from devall_cli.tools.mcp_session import McpSessionSource
 from devall_cli.tools.stdio_process import EXIT_DRAIN, StdioProcess
 
 if TYPE_CHECKING:
+    from devall_cli.tools.mcp_protocol import McpSession
     from devall_cli.tools.stdio_transport import SupervisedStdioTransport
 
+ClientKind = Literal["fastmcp", "direct"]
 RestartCallback = Callable[[str, int], None]  # (source_id, restart number starting at 1)
 
 # The client's own init_timeout fires first; this grace only catches a connect that hangs
@@ -68,6 +75,7 @@ class LocalSource(McpSessionSource):
         workflow_dir: Path | None = None,
         process: StdioProcess | None = None,
         stop_at_once: bool = False,
+        client: ClientKind = "fastmcp",
     ) -> None:
         super().__init__(
             id=id,
@@ -99,6 +107,9 @@ class LocalSource(McpSessionSource):
         # Only listed (tools list, probe): nothing to finish, so no grace on stdin at close.
         self.stop_at_once = stop_at_once
         self._was_ready = False  # a process reached a session: the next spawn is a restart
+        self.client: ClientKind = client
+        # The direct client checks results against the output schemas of the last listing.
+        self._output_schemas: dict[str, Mapping[str, Any] | None] = {}
 
     # --- state -------------------------------------------------------------------------------
 
@@ -232,7 +243,7 @@ class LocalSource(McpSessionSource):
         self.init_timeout = max(deadline - loop.time(), MIN_HANDSHAKE_TIME)
         try:
             async with asyncio.timeout_at(deadline + HANDSHAKE_GRACE):
-                await self._shake_hands(process)
+                await super()._open_session()
         except (DevallError, TimeoutError) as exc:
             if await self._gone(process) and process.returncode is not None:
                 raise process.exited_error("during the MCP handshake") from exc
@@ -246,9 +257,21 @@ class LocalSource(McpSessionSource):
                 ) from exc
             raise
 
-    async def _shake_hands(self, process: StdioProcess) -> None:
-        """Open an MCP session on `process` (bounded by `init_timeout`): fastmcp's client here."""
-        await super()._open_session()
+    async def _new_session(self) -> McpSession:
+        """A session on the current process: the direct client's, or fastmcp's on its stdio."""
+        if self.client == "fastmcp":
+            return await super()._new_session()
+        from devall_cli.tools.mcp_direct import open_direct
+
+        assert self._process is not None, "_new_session() before the process was spawned"
+        async with asyncio.timeout(self.init_timeout):  # fastmcp's Client bounds its own
+            return await open_direct(
+                self._process,
+                self.requests,
+                server=self.server,
+                note=self._log,
+                output_schemas=self._output_schemas,
+            )
 
     def _new_process(self) -> StdioProcess:
         return local_process(

@@ -20,12 +20,11 @@ import contextlib
 import itertools
 import json
 import time
-import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from devall_cli.errors import DevallError
 from devall_cli.tools.base import (
@@ -41,9 +40,10 @@ from devall_cli.tools.mcp_sampling import SamplingRefused, sampling_request
 
 if TYPE_CHECKING:
     import mcp_types
-    from fastmcp import Client
     from fastmcp.client.logging import LogMessage
     from mcp.shared.dispatcher import ProgressFnT
+
+    from devall_cli.tools.mcp_protocol import McpSession
 
 USER_REJECTED = -1  # the MCP spec's code for a sampling request the client refused
 # Which call of which source the running task serves: (id of the ServerRequests, call key).
@@ -173,18 +173,13 @@ class ServerRequests:
             return True
         return LOG_LEVELS.index(level) >= LOG_LEVELS.index(wanted)
 
-    async def apply_log_level(self, client: Client[Any]) -> None:
+    async def apply_log_level(self, session: McpSession) -> None:
         """Ask a server on an older protocol to send log messages from `log_level` up."""
         level = self.settings.log_level
-        caps = client.initialize_result.capabilities if client.initialize_result else None
-        if level is None or caps is None or caps.logging is None:
+        if level is None or not session.logs:
             return  # the 2026 protocol has no such request; `_at_level` filters instead
-        import mcp_types
-
         try:
-            with warnings.catch_warnings():  # the SDK warns that 2026 servers drop the request
-                warnings.simplefilter("ignore")
-                await client.set_logging_level(cast(mcp_types.LoggingLevel, level))
+            await session.set_log_level(level)
         except Exception as exc:  # a server that refuses it still works; its logs are filtered
             self._note(f"[devall] the server refused log_level {level}: {exc}")
 
@@ -223,19 +218,14 @@ class ServerRequests:
         """A new session knows the roots as they are now."""
         self._known_roots = tuple(root.uri for root in self.roots())
 
-    async def check_roots(self, client: Any) -> None:
-        """Send `roots/list_changed` when the roots differ from what the session knows.
-
-        `client` is a fastmcp Client or any session with `send_roots_list_changed()`.
-        """
+    async def check_roots(self, session: McpSession) -> None:
+        """Send `roots/list_changed` when the roots differ from what the session knows."""
         now = tuple(root.uri for root in self.roots())
         if self._known_roots is None or now == self._known_roots:
             return
         self._known_roots = now
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                await client.send_roots_list_changed()
+            await session.send_roots_list_changed()
         except Exception as exc:  # the 2026 protocol has no such notification
             self._note(f"[devall] could not tell the server that its roots changed: {exc}")
             return

@@ -1,7 +1,9 @@
 """One long-lived MCP session per server, shared by every list and call of a run.
 
-`McpSessionSource` owns a fastmcp `Client`; subclasses supply the transport (`make_transport`)
-and decide what a lost session means (`_on_session_lost`). Connecting never hangs: each attempt
+`McpSessionSource` holds one `McpSession` (mcp_protocol.py) at a time: fastmcp's Client by
+default, on the transport its subclass supplies (`make_transport`), or whatever session the
+subclass opens itself (`_new_session`: the local source's direct client). Subclasses also
+decide what a lost session means (`_on_session_lost`). Connecting never hangs: each attempt
 (transport connect + handshake) is bounded by `init_timeout`. The first attempt probes the modern
 protocol; if the server never answers it, one more attempt uses the classic `initialize`
 handshake (so a server that never answers at all fails after at most twice `init_timeout`).
@@ -10,12 +12,16 @@ SSE server holds the POST of an earlier request, and later ones queue behind it)
 
 Subclass contract:
 - `make_transport()` returns a fresh fastmcp `ClientTransport` for each connection attempt.
+- `_new_session()` opens a session (unbounded: the source bounds it); by default fastmcp's
+  Client on `make_transport()`, probing the 2026 revision first.
 - `_on_session_lost(exc)` runs with the session lock held after a request failed because the
   session is gone. Return True once a new session is up (call `await self._reconnect()`); the
   failed request is then retried once. Return False (the default) to fail with ServerDiedError.
 - `retry_delays` (class attribute): waits between connect/list attempts that failed because the
   server could not be reached; empty means a single attempt.
 - `_failure(exc, phase)` words a connect/list failure; override to raise other DevallErrors.
+
+Every failure a session raises is worded by mcp_errors.py, whichever client raised it.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ from devall_cli.errors import (
 )
 from devall_cli.json_limits import JsonLimitError, check_value
 from devall_cli.text import clean_value
+from devall_cli.tools import mcp_errors
 from devall_cli.tools.base import (
     CallContext,
     Elicitor,
@@ -50,18 +57,16 @@ from devall_cli.tools.base import (
 )
 from devall_cli.tools.kinds.client_settings import DEFAULT_CLIENT, McpClientConfig
 from devall_cli.tools.mcp_requests import CallClock, RunningCall, ServerRequests
-from devall_cli.tools.normalize import json_object, normalize_result, result_meta
+from devall_cli.tools.normalize import normalize_result, result_meta
 from devall_cli.tools.person_wait import PersonWaits
 from devall_cli.tools.tool_errors import invalid_result, tool_error_class
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    import mcp_types
-    from fastmcp import Client
-
     from devall_cli.tools.attachments import AttachmentStore
-    from devall_cli.tools.mcp_direct import CallOutcome
+    from devall_cli.tools.mcp_fastmcp import FastmcpSession
+    from devall_cli.tools.mcp_protocol import CallResult, McpSession
 
 T = TypeVar("T")
 LOG_TAIL_LINES = 50
@@ -75,10 +80,6 @@ CONNECT_GRACE = 0.5
 # the client's own timeout (which also cancels the request on the server) usually wins, makes
 # every request end at its timeout all the same.
 REQUEST_GRACE = 0.25
-# devall bounds each call itself (`_bounded`), pausing the bound while the operator or the model
-# answers the server; the SDK's own per-request timeout could not pause, so it is set far off.
-SDK_CALL_TIMEOUT = 24 * 3600.0
-
 # Where structuredContent sits in a response: message (1), result (2), structuredContent (3).
 STRUCTURED_CONTENT_LEVEL = 3
 
@@ -87,16 +88,8 @@ STRUCTURED_CONTENT_LEVEL = 3
 logging.getLogger("mcp").addHandler(logging.NullHandler())
 
 
-def _errors() -> Any:
-    """mcp_errors.py, imported on first use: it brings the SDK's exception types along, which a
-    source that never opens a fastmcp session (the direct stdio client) should not pay for."""
-    from devall_cli.tools import mcp_errors
-
-    return mcp_errors
-
-
 class McpSessionSource:
-    """One long-lived fastmcp Client (one MCP session) reused for every list and call."""
+    """One long-lived MCP session reused for every list and call."""
 
     kind: SourceKind
     retry_delays: tuple[float, ...] = ()
@@ -125,7 +118,7 @@ class McpSessionSource:
         self.max_concurrency = max(1, max_concurrency)
         self._limiter = asyncio.Semaphore(self.max_concurrency)
         self._lock = asyncio.Lock()  # guards connecting, reconnecting and swapping the client
-        self._client: Client[Any] | None = None
+        self._current: McpSession | None = None
         self._generation = 0  # bumped for every new session; tells a stale failure apart
         self._info: ServerInfo | None = None
         self._closed = False
@@ -147,6 +140,21 @@ class McpSessionSource:
         """A new fastmcp ClientTransport for one connection attempt."""
         raise NotImplementedError
 
+    async def _new_session(self) -> McpSession:
+        """Open a session: fastmcp's Client, modern probe first, one legacy try if unanswered."""
+        transport = self.make_transport()
+        legacy_only = bool(getattr(transport, "legacy_only", False))
+        try:
+            return await self._connect("legacy" if legacy_only else "auto", transport)
+        except Exception as exc:
+            if legacy_only or not mcp_errors.is_handshake_timeout(exc):
+                raise
+        self._log(
+            f"[devall] no answer to the protocol probe within {self.init_timeout:g}s; "
+            "retrying with the initialize handshake"
+        )
+        return await self._connect("legacy", self.make_transport())
+
     async def _on_session_lost(self, exc: BaseException) -> bool:
         """React to a lost session (lock held); True when `_reconnect()` brought a new one up."""
         return False
@@ -161,7 +169,7 @@ class McpSessionSource:
 
     def _failure(self, exc: BaseException, phase: Literal["connect", "list"]) -> DevallError:
         """The DevallError for a failed connect or list."""
-        failure: DevallError = _errors().translate_failure(
+        failure: DevallError = mcp_errors.translate_failure(
             exc,
             source_id=self.id,
             target=self.target,
@@ -193,7 +201,7 @@ class McpSessionSource:
         """The server's tools, connecting first if needed."""
         tools = await self._with_retries("list", self._list_once)
         self._check_unique([tool.name for tool in tools])
-        return [_raw_tool(tool) for tool in tools]
+        return tools
 
     async def call_tool(
         self,
@@ -238,23 +246,19 @@ class McpSessionSource:
             meta=result_meta(outcome),
         )
 
-    async def request(self, operation: Callable[[Client[Any]], Awaitable[T]]) -> T:
+    async def request(self, operation: Callable[[Any], Awaitable[T]]) -> T:
         """Another request on the session (resources, prompts), bounded by the request timeout.
 
-        The server's JSON-RPC error answer comes out as the SDK's MCPError, for the caller to
-        word; every other failure as a DevallError.
+        `operation` gets fastmcp's Client. The server's JSON-RPC error answer comes out as the
+        SDK's MCPError, for the caller to word; every other failure as a DevallError.
         """
-        from mcp import MCPError
-
         async with self._limiter:
-            client, _ = await self._session()
+            session, _ = await self._session()
             try:
-                return await _bounded(_awaited(operation(client)), self.request_timeout, self.waits)
-            except MCPError as exc:
-                if _errors().is_session_lost(exc):
-                    raise self._failure(exc, "list") from exc
-                raise
+                return await _bounded(session.request(operation), self.request_timeout, self.waits)
             except Exception as exc:
+                if mcp_errors.is_server_answer(exc) and not mcp_errors.is_session_lost(exc):
+                    raise
                 raise self._failure(exc, "list") from exc
 
     def _check_unique(self, names: list[str]) -> None:
@@ -267,89 +271,72 @@ class McpSessionSource:
     async def close(self) -> None:
         """End the session; safe to call more than once."""
         self._closed = True
-        client, self._client = self._client, None
-        if client is not None:
-            await _close_quietly(client)
+        session, self._current = self._current, None
+        if session is not None:
+            await _close_quietly(session)
 
     # --- sessions ----------------------------------------------------------------------------
 
-    async def _session(self) -> tuple[Client[Any], int]:
-        """The current client and its generation, connecting first when there is none."""
-        client = self._client
-        if client is not None:
-            return client, self._generation
+    async def _session(self) -> tuple[McpSession, int]:
+        """The current session and its generation, connecting first when there is none."""
+        session = self._current
+        if session is not None:
+            return session, self._generation
         async with self._lock:
-            if self._client is None:
+            if self._current is None:
                 await self._open_session()
-            assert self._client is not None
-            return self._client, self._generation
+            assert self._current is not None
+            return self._current, self._generation
 
     async def _reconnect(self) -> None:
         """Replace the current session with a new one (lock held by the caller)."""
-        client, self._client = self._client, None
-        if client is not None:
-            await _close_quietly(client)
+        session, self._current = self._current, None
+        if session is not None:
+            await _close_quietly(session)
         await self._open_session()
 
     async def _open_session(self) -> None:
-        """Connect a new client: modern probe first, then one legacy try if it went unanswered."""
+        """Open a new session (`_new_session`), then set the log level the settings ask for."""
         if self._closed:
             raise ServerDiedError(f"{self.server} is already closed")
         started = time.perf_counter()
-        transport = self.make_transport()
-        legacy_only = bool(getattr(transport, "legacy_only", False))
         try:
-            client = await self._connect("legacy" if legacy_only else "auto", transport)
+            session = await self._new_session()
         except Exception as exc:
-            if legacy_only or not _errors().is_handshake_timeout(exc):
-                raise self._failure(exc, "connect") from exc
-            self._log(
-                f"[devall] no answer to the protocol probe within {self.init_timeout:g}s; "
-                "retrying with the initialize handshake"
-            )
-            try:
-                client = await self._connect("legacy", self.make_transport())
-            except Exception as retry_exc:
-                raise self._failure(retry_exc, "connect") from retry_exc
+            raise self._failure(exc, "connect") from exc
         if self._closed:  # closed while connecting: do not leave the new session behind
-            await _close_quietly(client)
+            await _close_quietly(session)
             raise ServerDiedError(f"{self.server} is already closed")
-        server = client.server_info
         self._info = ServerInfo(
-            protocol_version=client.protocol_version,
-            server_name=server.name if server is not None else None,
+            protocol_version=session.protocol_version,
+            server_name=session.server_name,
             connect_ms=round((time.perf_counter() - started) * 1000, 1),
         )
-        self._client = client
+        self._current = session
         self._generation += 1
         self.requests.session_started()
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(self.request_timeout):
-                await self.requests.apply_log_level(client)
+                await self.requests.apply_log_level(session)
 
-    async def _connect(self, mode: str, transport: Any) -> Client[Any]:
+    async def _connect(self, mode: Literal["auto", "legacy"], transport: Any) -> FastmcpSession:
         """Enter a new fastmcp Client on `transport`, bounded by init_timeout."""
-        from fastmcp import Client
+        from devall_cli.tools.mcp_fastmcp import open_fastmcp
 
-        client: Client[Any] = Client(
-            transport,
-            timeout=self.request_timeout,
-            init_timeout=self._client_init_timeout(),
-            mode=mode,
-            **self.requests.client_kwargs(),
-        )
-        try:
-            async with self.waits.deadline(self.init_timeout + CONNECT_GRACE):
-                await client.__aenter__()  # type: ignore[no-untyped-call]
-        except BaseException:
-            await _close_quietly(client)
-            raise
-        return client
+        async with self.waits.deadline(self.init_timeout + CONNECT_GRACE):
+            return await open_fastmcp(
+                transport,
+                mode=mode,
+                request_timeout=self.request_timeout,
+                init_timeout=self._client_init_timeout(),
+                handlers=self.requests.client_kwargs(),
+                close=_close_quietly,
+            )
 
     async def _recover(self, exc: BaseException, generation: int) -> bool:
         """Whether a session is usable again after `exc` lost the one of `generation`."""
         async with self._lock:
-            if self._generation != generation and self._client is not None:
+            if self._generation != generation and self._current is not None:
                 return True  # another request already replaced the session
             if self._closed:
                 return False
@@ -374,72 +361,64 @@ class McpSessionSource:
                 await asyncio.sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
-    async def _list_once(self) -> list[mcp_types.Tool]:
+    async def _list_once(self) -> list[RawTool]:
         async with self._limiter:
-            client, generation = await self._session()
+            session, generation = await self._session()
             try:
-                return await _bounded(client.list_tools(), self.request_timeout, self.waits)
+                return await _bounded(session.list_tools(), self.request_timeout, self.waits)
             except Exception as exc:
-                if not _errors().is_session_lost(exc):
+                if not mcp_errors.is_session_lost(exc):
                     raise self._failure(exc, "list") from exc
                 lost = exc
             if not await self._recover(lost, generation):
                 raise self._failure(lost, "list") from lost
-            client, _ = await self._session()
+            session, _ = await self._session()
             try:
-                return await _bounded(client.list_tools(), self.request_timeout, self.waits)
+                return await _bounded(session.list_tools(), self.request_timeout, self.waits)
             except Exception as exc:
                 raise self._failure(exc, "list") from exc
 
     async def _call_once(
         self,
-        client: Client[Any],
+        session: McpSession,
         name: str,
         arguments: dict[str, Any],
         limit: float,
         call: RunningCall,
-    ) -> mcp_types.CallToolResult:
-        await self.requests.check_roots(client)
-        request = client.call_tool_mcp(
-            name,
-            arguments,
-            timeout=SDK_CALL_TIMEOUT,
-            progress_handler=self.requests.progress_handler(call),
-        )
+    ) -> CallResult | ToolResult:
+        await self.requests.check_roots(session)
+        request = session.call_tool(name, arguments, self.requests.progress_handler(call))
         return await _bounded(request, limit, self.waits, call.clock)
 
     async def _call_with_recovery(
         self, name: str, arguments: dict[str, Any], limit: float, call: RunningCall
-    ) -> mcp_types.CallToolResult | CallOutcome | ToolResult:
-        """One call, retried once on a new session when the first one was lost.
-
-        The SDK's result here; a `CallOutcome` where a subclass speaks MCP itself (mcp_direct.py).
-        """
-        client, generation = await self._session()
+    ) -> CallResult | ToolResult:
+        """One call, retried once on a new session when the first one was lost."""
+        session, generation = await self._session()
         try:
-            return await self._call_once(client, name, arguments, limit, call)
+            return await self._call_once(session, name, arguments, limit, call)
         except Exception as exc:
-            if not _errors().is_session_lost(exc):
+            if not mcp_errors.is_session_lost(exc):
                 return self._call_failure(exc, name, limit)
             lost = exc
         try:
             recovered = await self._recover(lost, generation)
         except DevallConnectionError as exc:
-            why = _errors().describe_failure(exc.__cause__) if exc.__cause__ else exc.message
+            why = mcp_errors.describe_failure(exc.__cause__) if exc.__cause__ else exc.message
             raise self._died(lost, f"could not reconnect: {why}") from exc
         if not recovered:
             raise self._died(lost)
-        client, _ = await self._session()
+        session, _ = await self._session()
         try:
-            return await self._call_once(client, name, arguments, limit, call)
+            return await self._call_once(session, name, arguments, limit, call)
         except Exception as exc:
-            if _errors().is_session_lost(exc):
+            if mcp_errors.is_session_lost(exc):
                 raise self._died(exc) from exc
             return self._call_failure(exc, name, limit)
 
     def _call_failure(self, exc: BaseException, name: str, limit: float) -> ToolResult:
         """The error result for a failed call, or raise when the failure is not the tool's."""
-        outcome: DevallError | ToolResult = _errors().translate_exception(
+        outcome: DevallError | ToolResult = mcp_errors.translate_exception(
             exc,
             source_id=self.id,
             target=self.target,
@@ -454,7 +433,7 @@ class McpSessionSource:
 
     def _died(self, exc: BaseException, reason: str | None = None) -> ServerDiedError:
         """The error for a session that is gone for good."""
-        why = reason or _errors().describe_failure(exc)
+        why = reason or mcp_errors.describe_failure(exc)
         return ServerDiedError(f"lost the session with {self.server}: {why}")
 
     # --- logs --------------------------------------------------------------------------------
@@ -466,24 +445,7 @@ class McpSessionSource:
             self.on_log(self.id, line)
 
 
-def _raw_tool(tool: mcp_types.Tool) -> RawTool:
-    """A listed tool with everything it says about itself."""
-    execution = getattr(tool, "execution", None)
-    return RawTool(
-        name=tool.name,
-        description=tool.description or "",
-        input_schema=dict(tool.input_schema or {}),
-        meta=dict(tool.meta or {}),
-        title=tool.title,
-        annotations=json_object(tool.annotations),
-        output_schema=dict(tool.output_schema) if tool.output_schema else None,
-        task_support=getattr(execution, "task_support", None),
-    )
-
-
-def _refuse_too_deep(
-    result: mcp_types.CallToolResult | CallOutcome, name: str
-) -> ToolResult | None:
+def _refuse_too_deep(result: CallResult, name: str) -> ToolResult | None:
     """An `invalid_result` for structured content nested beyond json_limits.py's limit.
 
     Over stdio such a response never gets here (stdio_lines.py refuses the line); over HTTP the
@@ -494,10 +456,6 @@ def _refuse_too_deep(
     except JsonLimitError as exc:
         return invalid_result(name, f"the response {exc}")
     return None
-
-
-async def _awaited(awaitable: Awaitable[T]) -> T:
-    return await awaitable
 
 
 async def _bounded(
@@ -553,8 +511,8 @@ def _forget(task: asyncio.Future[Any]) -> None:
         task.exception()  # retrieved, so that asyncio does not report it at exit
 
 
-async def _close_quietly(client: Client[Any]) -> None:
-    """Close a client that may already be broken, without raising and without hanging."""
+async def _close_quietly(session: McpSession) -> None:
+    """Close a session that may already be broken, without raising and without hanging."""
     with contextlib.suppress(Exception):
         async with asyncio.timeout(CLOSE_TIMEOUT):
-            await client.close()  # type: ignore[no-untyped-call]
+            await session.close()

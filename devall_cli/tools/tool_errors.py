@@ -1,7 +1,8 @@
 """Error results of MCP tool calls, shared by both of devall's MCP clients.
 
-Light on purpose (no SDK import): the direct stdio client (mcp_direct.py) words its failures with
-these as mcp_errors.py does for fastmcp's, so a tool fails the same way whichever client called it.
+Light on purpose (no SDK import): mcp_errors.py words every client's call failures with these,
+and the direct client (mcp_direct.py) its invalid results, so a tool fails the same way whichever
+client called it.
 """
 
 from __future__ import annotations

@@ -10,15 +10,15 @@ from typing import Any
 import pytest
 
 from devall_cli.tools.kinds.mcp_local import McpLocalConfig
-from devall_cli.tools.mcp_direct import DirectLocalSource
 from devall_cli.tools.mcp_local import LocalSource
+from tests.helpers import direct_local_source
 from tests.servers.serve import pid_gone
 
 RAW = Path(__file__).resolve().parents[1] / "servers" / "raw_server.py"
 Factory = Callable[..., LocalSource]
 
 
-@pytest.fixture(params=[LocalSource, DirectLocalSource], ids=["fastmcp", "direct"])
+@pytest.fixture(params=[LocalSource, direct_local_source], ids=["fastmcp", "direct"])
 async def raw(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Factory]:
     """Sources on the raw server with the given flags, under both clients; closed (and gone) at
     the end. Keyword arguments go to the source (an elicitor, say)."""

@@ -16,10 +16,9 @@ import pytest
 from devall_cli.json_limits import MAX_INT_DIGITS, MAX_NESTING
 from devall_cli.tools.kinds.mcp_local import McpLocalConfig
 from devall_cli.tools.kinds.mcp_remote import McpRemoteConfig
-from devall_cli.tools.mcp_direct import DirectLocalSource
 from devall_cli.tools.mcp_local import LocalSource
 from devall_cli.tools.mcp_remote import RemoteSource
-from tests.helpers import text_of
+from tests.helpers import direct_local_source, text_of
 from tests.servers.serve import SERVERS_DIR, ServerProcess
 
 TRICKY = SERVERS_DIR / "tricky_server.py"
@@ -40,7 +39,7 @@ async def started(
 
 
 # Both clients: fastmcp's, and devall's own (tools list/call, probe).
-@pytest.fixture(params=[LocalSource, DirectLocalSource], ids=["fastmcp", "direct"])
+@pytest.fixture(params=[LocalSource, direct_local_source], ids=["fastmcp", "direct"])
 async def tricky(request: pytest.FixtureRequest) -> AsyncIterator[tuple[LocalSource, list[str]]]:
     source, lines = await started(TRICKY, request.param)
     yield source, lines

@@ -17,9 +17,9 @@ import pytest
 from devall_cli.errors import ExitCode, ProtocolError
 from devall_cli.tools.base import CallContext, DataBlock
 from devall_cli.tools.kinds.mcp_local import McpLocalConfig
-from devall_cli.tools.mcp_direct import HANDSHAKE_VERSIONS, DirectLocalSource
+from devall_cli.tools.mcp_direct import HANDSHAKE_VERSIONS
 from devall_cli.tools.mcp_local import LocalSource
-from tests.helpers import text_of
+from tests.helpers import direct_local_source, text_of
 from tests.integration.conftest import RAW, Factory
 
 
@@ -105,7 +105,7 @@ def test_the_offered_version_is_the_newest_the_sdk_reaches_by_handshake() -> Non
     assert HANDSHAKE_VERSIONS[0] == HANDSHAKE_PROTOCOL_VERSIONS[-1]
 
 
-@pytest.mark.parametrize("kind", [LocalSource, DirectLocalSource], ids=["fastmcp", "direct"])
+@pytest.mark.parametrize("kind", [LocalSource, direct_local_source], ids=["fastmcp", "direct"])
 async def test_progress_of_a_call_reaches_the_events_with_the_call(
     kind: type[LocalSource], tmp_path: Path
 ) -> None:

@@ -29,12 +29,11 @@ from devall_cli.tools.base import (
 from devall_cli.tools.kinds.client_settings import DEFAULT_CLIENT, McpClientConfig, RootConfig
 from devall_cli.tools.kinds.mcp_local import McpLocalConfig
 from devall_cli.tools.kinds.mcp_remote import McpRemoteConfig
-from devall_cli.tools.mcp_direct import DirectLocalSource
 from devall_cli.tools.mcp_local import LocalSource
 from devall_cli.tools.mcp_remote import RemoteSource
 from devall_cli.tools.mcp_session import McpSessionSource
 from devall_cli.tools.normalize import blocks_to_json
-from tests.helpers import text_of
+from tests.helpers import direct_local_source, text_of
 from tests.servers.serve import SERVERS_DIR, ServerProcess
 
 FEATURES = SERVERS_DIR / "features_server.py"
@@ -113,7 +112,7 @@ class Maker:
             config = McpLocalConfig(
                 command=sys.executable, args=tuple(args), client=client, startup_timeout=30.0
             )
-            kind = DirectLocalSource if self.mode == "stdio-direct" else LocalSource
+            kind = direct_local_source if self.mode == "stdio-direct" else LocalSource
             source = kind(id="feat", config=config, **kwargs)
         else:
             assert self.url is not None

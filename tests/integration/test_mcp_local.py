@@ -13,9 +13,8 @@ from typing import Any
 import pytest
 
 from devall_cli.tools.kinds.mcp_local import McpLocalConfig
-from devall_cli.tools.mcp_direct import DirectLocalSource
 from devall_cli.tools.mcp_local import LocalSource
-from tests.helpers import text_of
+from tests.helpers import direct_local_source, text_of
 from tests.servers.serve import pid_gone
 
 SERVERS = Path(__file__).resolve().parents[1] / "servers"
@@ -39,7 +38,7 @@ def server(script: str, *args: str, **settings: Any) -> McpLocalConfig:
 Factory = Callable[..., LocalSource]
 
 
-@pytest.fixture(params=[LocalSource, DirectLocalSource], ids=["fastmcp", "direct"])
+@pytest.fixture(params=[LocalSource, direct_local_source], ids=["fastmcp", "direct"])
 async def make_source(request: pytest.FixtureRequest) -> AsyncIterator[Factory]:
     """Builds LocalSources and closes them (and checks their processes are gone) at the end.
 

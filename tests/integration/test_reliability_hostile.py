@@ -23,11 +23,10 @@ from devall_cli.procs.process_groups import live_child_pids
 from devall_cli.tools.base import TextBlock
 from devall_cli.tools.kinds.mcp_local import McpLocalConfig
 from devall_cli.tools.manager import ToolManager
-from devall_cli.tools.mcp_direct import DirectLocalSource
 from devall_cli.tools.mcp_local import LocalSource
 from devall_cli.tools.stdio_process import LINE_LIMIT
 from devall_cli.workflow.loader import load_workflow
-from tests.helpers import text_of
+from tests.helpers import direct_local_source, text_of
 
 HOSTILE = Path(__file__).resolve().parents[1] / "servers" / "hostile_server.py"
 READY = "hostile server ready"
@@ -54,11 +53,11 @@ def hostile(*args: str, **settings: Any) -> McpLocalConfig:
 
 # Both clients meet the same server: fastmcp's, and devall's own (tools list/call, probe).
 CLIENTS = pytest.mark.parametrize(
-    "kind", [LocalSource, DirectLocalSource], ids=["fastmcp", "direct"]
+    "kind", [LocalSource, direct_local_source], ids=["fastmcp", "direct"]
 )
 
 
-@pytest.fixture(params=[LocalSource, DirectLocalSource], ids=["fastmcp", "direct"])
+@pytest.fixture(params=[LocalSource, direct_local_source], ids=["fastmcp", "direct"])
 async def source(request: pytest.FixtureRequest) -> AsyncIterator[tuple[LocalSource, list[str]]]:
     lines: list[str] = []
     src = request.param(

@@ -28,12 +28,12 @@ from devall_cli.tools.base import DataBlock, ResourceLinkBlock, TextBlock
 from devall_cli.tools.kinds.client_settings import McpClientConfig
 from devall_cli.tools.kinds.mcp_local import McpLocalConfig
 from devall_cli.tools.kinds.mcp_remote import McpRemoteConfig
-from devall_cli.tools.mcp_direct import DirectLocalSource
 from devall_cli.tools.mcp_local import LocalSource
 from devall_cli.tools.mcp_remote import RemoteSource
 from devall_cli.tools.mcp_session import McpSessionSource
 from tests.cli.flows import invoke
 from tests.conftest import REPO_ROOT
+from tests.helpers import direct_local_source
 from tests.integration.test_mcp_features import (
     FakeModel,
     FakeOperator,
@@ -105,7 +105,7 @@ async def everything(
             config = McpLocalConfig(
                 command=NODE, args=(str(INDEX), "stdio"), startup_timeout=30, client=client
             )
-            kind = DirectLocalSource if request.param == "stdio-direct" else LocalSource
+            kind = direct_local_source if request.param == "stdio-direct" else LocalSource
             source = kind(id="everything", config=config, events=events, workflow_dir=tmp_path)
         else:
             url = stack.enter_context(http_server())

@@ -151,11 +151,7 @@ def _cwd(ck: Checker, config: dict[str, Any], path: KeyPath) -> str | None:
 def make_local_source(source_id: str, settings: McpLocalConfig, ctx: SourceContext) -> ToolSource:
     """A supervised local server process (spoken to by the light client where it is enough)."""
     from devall_cli.tools.head_start import local_log_path, uses_direct_client
-
-    if uses_direct_client(ctx):
-        from devall_cli.tools.mcp_direct import DirectLocalSource as LocalSource
-    else:
-        from devall_cli.tools.mcp_local import LocalSource  # type: ignore[assignment]
+    from devall_cli.tools.mcp_local import LocalSource
 
     return LocalSource(
         id=source_id,
@@ -170,6 +166,7 @@ def make_local_source(source_id: str, settings: McpLocalConfig, ctx: SourceConte
         workflow_dir=ctx.workflow_dir,
         process=ctx.head_start.take(source_id) if ctx.head_start is not None else None,
         stop_at_once=ctx.stop_at_once,
+        client="direct" if uses_direct_client(ctx) else "fastmcp",
     )
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 from typing import Any, cast
 
 import anyio
@@ -22,15 +24,18 @@ from devall_cli.errors import (
     ServerDiedError,
     ServerUnreachableError,
 )
+from devall_cli.tools import mcp_errors
 from devall_cli.tools.base import TextBlock, ToolResult
 from devall_cli.tools.mcp_errors import (
-    HANDLED_TYPES,
     Phase,
+    handled_types,
     is_handshake_timeout,
     is_session_lost,
     translate_exception,
     translate_failure,
 )
+from devall_cli.tools.mcp_failures import SERVER_CLOSED
+from devall_cli.tools.mcp_protocol import RpcError, SessionClosed
 
 URL = "http://127.0.0.1:9/mcp"
 SECRET = "Bearer hush-hush"
@@ -88,6 +93,9 @@ SAMPLES: list[BaseException] = [
     MCPError(code=mcp_types.CONNECTION_CLOSED, message="Connection closed"),
     MCPError(code=mcp_types.INVALID_REQUEST, message="Session not found"),
     MCPError(code=408, message="Timed out while waiting for response."),
+    RpcError(mcp_types.INVALID_PARAMS, "Unknown tool: 'x'"),
+    SessionClosed(SERVER_CLOSED),
+    caused(SessionClosed("cannot write to the server: Broken pipe"), BrokenPipeError(32, "pipe")),
     status_error(401),
     status_error(403),
     status_error(500),
@@ -124,7 +132,7 @@ def translate(exc: BaseException, phase: str, **kwargs: Any) -> DevallError | To
 
 
 def test_samples_cover_every_handled_type() -> None:
-    for handled in HANDLED_TYPES:
+    for handled in handled_types():
         assert any(isinstance(s, handled) for s in SAMPLES), f"no sample for {handled.__name__}"
 
 
@@ -274,3 +282,54 @@ def test_devall_errors_pass_through() -> None:
 def test_translate_failure_never_returns_a_result() -> None:
     error = translate_failure(ToolError("boom"), source_id="web", target=URL, phase="list")
     assert isinstance(error, DevallError)
+
+
+def test_every_library_type_is_handled_once_its_library_is_loaded() -> None:
+    # This module imported fastmcp, the SDK, httpx2, anyio and pydantic: all of them count.
+    names = {kind.__name__ for kind in handled_types()}
+    for name in ("MCPError", "ToolError", "OAuthFlowError", "HTTPStatusError", "EndOfStream"):
+        assert name in names
+
+
+def test_the_sdk_codes_it_names_are_the_sdks() -> None:
+    assert mcp_errors.CONNECTION_CLOSED == mcp_types.CONNECTION_CLOSED
+    assert mcp_errors.REQUEST_TIMEOUT == mcp_types.REQUEST_TIMEOUT
+    assert mcp_errors.INVALID_REQUEST == mcp_types.INVALID_REQUEST
+
+
+@pytest.mark.parametrize("phase", PHASES)
+@pytest.mark.parametrize(
+    "code", [mcp_types.INVALID_PARAMS, mcp_types.INTERNAL_ERROR, mcp_types.REQUEST_TIMEOUT]
+)
+def test_a_server_error_reads_the_same_from_either_client(phase: str, code: int) -> None:
+    sdk = translate(MCPError(code=code, message="Unknown tool: 'x'"), phase, timeout=3.0)
+    direct = translate(RpcError(code, "Unknown tool: 'x'"), phase, timeout=3.0)
+    assert type(sdk) is type(direct)
+    if isinstance(sdk, ToolResult):
+        assert isinstance(direct, ToolResult)
+        assert (sdk.blocks, sdk.error_class) == (direct.blocks, direct.error_class)
+    else:
+        assert isinstance(direct, DevallError)
+        assert (sdk.message, sdk.status) == (direct.message, direct.status)
+
+
+@pytest.mark.parametrize("phase", PHASES)
+def test_a_closed_session_reads_the_same_from_either_client(phase: str) -> None:
+    sdk = translate(MCPError(code=mcp_types.CONNECTION_CLOSED, message="Connection closed"), phase)
+    direct = translate(SessionClosed(SERVER_CLOSED), phase)
+    assert isinstance(sdk, ServerDiedError) and isinstance(direct, ServerDiedError)
+    assert sdk.message == direct.message
+    assert is_session_lost(SessionClosed(SERVER_CLOSED))
+    assert not is_session_lost(RpcError(mcp_types.CONNECTION_CLOSED, "a server's own -32000"))
+
+
+def test_importing_it_loads_no_client_library() -> None:
+    code = (
+        "import sys, devall_cli.tools.mcp_errors;"
+        "print(sorted(m for m in ('fastmcp', 'mcp', 'mcp_types', 'httpx2', 'anyio')"
+        " if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "[]"

@@ -1,0 +1,117 @@
+"""`FastmcpSession`: an MCP session spoken by fastmcp's `Client` (see mcp_protocol.py).
+
+Importing this module brings fastmcp's client stack along (fastmcp, the MCP SDK, httpx2); the
+sources import it only when they open such a session.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal, TypeVar, cast
+
+import mcp_types
+from fastmcp import Client
+from fastmcp.client.transports import ClientTransport
+
+from devall_cli.tools.base import RawTool
+from devall_cli.tools.mcp_protocol import ProgressFn
+from devall_cli.tools.normalize import json_object
+
+T = TypeVar("T")
+# devall bounds each call itself (mcp_session.py's `_bounded`), pausing the bound while the
+# operator or the model answers the server; the SDK's own per-request timeout could not pause,
+# so it is set far off.
+SDK_CALL_TIMEOUT = 24 * 3600.0
+
+
+class FastmcpSession:
+    """One entered fastmcp Client."""
+
+    def __init__(self, client: Client[Any]) -> None:
+        self.client = client
+
+    @property
+    def protocol_version(self) -> str | None:
+        version: str | None = self.client.protocol_version
+        return version
+
+    @property
+    def server_name(self) -> str | None:
+        server = self.client.server_info
+        return server.name if server is not None else None
+
+    @property
+    def logs(self) -> bool:
+        result = self.client.initialize_result
+        caps = result.capabilities if result is not None else None
+        # The 2026 protocol has no initialize result: the server's log level is not set there.
+        return caps is not None and caps.logging is not None
+
+    async def list_tools(self) -> list[RawTool]:
+        return [_raw_tool(tool) for tool in await self.client.list_tools()]
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], progress: ProgressFn | None
+    ) -> mcp_types.CallToolResult:
+        result: mcp_types.CallToolResult = await self.client.call_tool_mcp(
+            name, arguments, timeout=SDK_CALL_TIMEOUT, progress_handler=progress
+        )
+        return result
+
+    async def set_log_level(self, level: str) -> None:
+        with warnings.catch_warnings():  # the SDK warns that 2026 servers drop the request
+            warnings.simplefilter("ignore")
+            await self.client.set_logging_level(cast(mcp_types.LoggingLevel, level))
+
+    async def send_roots_list_changed(self) -> None:
+        with warnings.catch_warnings():  # the 2026 protocol has no such notification
+            warnings.simplefilter("ignore")
+            await self.client.send_roots_list_changed()
+
+    async def request(self, operation: Callable[[Any], Awaitable[T]]) -> T:
+        return await operation(self.client)
+
+    async def close(self) -> None:
+        await self.client.close()  # type: ignore[no-untyped-call]
+
+
+async def open_fastmcp(
+    transport: ClientTransport,
+    *,
+    mode: Literal["auto", "legacy"],
+    request_timeout: float,
+    init_timeout: float,
+    handlers: dict[str, Any],
+    close: Callable[[FastmcpSession], Awaitable[None]],
+) -> FastmcpSession:
+    """Enter a new Client on `transport`; `close` disposes of it when entering fails."""
+    client: Client[Any] = Client(
+        transport,
+        timeout=request_timeout,
+        init_timeout=init_timeout,
+        mode=mode,
+        **handlers,
+    )
+    session = FastmcpSession(client)
+    try:
+        await client.__aenter__()  # type: ignore[no-untyped-call]
+    except BaseException:
+        await close(session)
+        raise
+    return session
+
+
+def _raw_tool(tool: mcp_types.Tool) -> RawTool:
+    """A listed tool with everything it says about itself."""
+    execution = getattr(tool, "execution", None)
+    return RawTool(
+        name=tool.name,
+        description=tool.description or "",
+        input_schema=dict(tool.input_schema or {}),
+        meta=dict(tool.meta or {}),
+        title=tool.title,
+        annotations=json_object(tool.annotations),
+        output_schema=dict(tool.output_schema) if tool.output_schema else None,
+        task_support=getattr(execution, "task_support", None),
+    )
