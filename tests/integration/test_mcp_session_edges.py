@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import re
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -15,8 +17,12 @@ import pytest
 
 from devall_cli.errors import DevallError, ServerDiedError
 from devall_cli.tools.base import CallContext, ElicitationAnswer
+from devall_cli.tools.kinds.client_settings import DEFAULT_CLIENT
+from devall_cli.tools.mcp_direct import DirectSession
+from devall_cli.tools.mcp_requests import ServerRequests
+from devall_cli.tools.stdio_process import StdioProcess
 from tests.helpers import text_of
-from tests.integration.conftest import Factory
+from tests.integration.conftest import RAW, Factory
 
 
 class Events:
@@ -106,4 +112,46 @@ async def test_a_handshake_given_up_is_never_cancelled(raw: Factory) -> None:
     got = [line.partition("raw server got ")[2] for line in source.log_tail if "got " in line]
     if source.client == "direct":  # fastmcp's messages do not show in this log
         assert "initialize" in got, source.log_tail
-    assert "notifications/cancelled" not in got  # the spec forbids cancelling initialize
+    # the spec forbids cancelling initialize
+    assert not any(line.startswith("notifications/cancelled") for line in got)
+
+
+async def test_the_direct_client_cancels_a_request_given_up_but_never_initialize() -> None:
+    # The session stays open after each timeout, so a cancel the client sent would reach the
+    # server, which logs every message it gets (a cancellation with the id it cancels). A
+    # cancel of initialize (id 1) would be sent before the one of tools/list (id 2).
+    process = StdioProcess(
+        id="raw",
+        command=sys.executable,
+        args=(str(RAW), "--silent-handshake"),
+        wait_for_log=re.compile("raw server ready"),
+    )
+    await process.spawn()
+    requests = ServerRequests(server_id="raw", settings=DEFAULT_CLIENT)
+    session = DirectSession(
+        process, requests, server="raw", note=lambda line: None, output_schemas={}
+    )
+
+    def got() -> list[str]:
+        return [
+            line.partition("raw server got ")[2]
+            for line in process.log_tail
+            if "raw server got " in line
+        ]
+
+    try:
+        await process.wait_ready(20, startup_timeout=20)
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(0.5):
+                await session.open(sampling=False)
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(0.5):
+                await session.rpc("tools/list")
+        async with asyncio.timeout(20):  # a hang guard: the cancel is sent by a task of its own
+            while "notifications/cancelled 2" not in got():
+                await asyncio.sleep(0.05)
+        assert got() == ["initialize", "tools/list", "notifications/cancelled 2"], process.log_tail
+        print("GOT", got())
+    finally:
+        await session.close()
+        await process.close(graceful=False)

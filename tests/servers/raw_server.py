@@ -12,6 +12,7 @@
     --string-progress-tokens  during each call, reports progress with the token as a string
     --exit-on-list   exits (status 3) when asked for tools/list
     --silent-handshake  never answers initialize; logs on stderr each message it gets meanwhile
+                      (a cancellation with the id it cancels)
 
 Tools: `tool_<i>` (one a page) answer `called tool_<i>`; `shaped` declares an output schema
 {"n": integer} and returns structured content as asked: `{"mode": "none" | "wrong" | "right"}`.
@@ -260,7 +261,9 @@ def main() -> None:
     while (message := receive()) is not None:
         method, request_id = message.get("method"), message.get("id")
         if options.silent_handshake:
-            print(f"raw server got {method}", file=sys.stderr, flush=True)
+            cancelled = (message.get("params") or {}).get("requestId", "")
+            detail = f" {cancelled}" if method == "notifications/cancelled" else ""
+            print(f"raw server got {method}{detail}", file=sys.stderr, flush=True)
             continue
         if request_id is None or method is None:
             continue  # notifications, and answers outside a call
