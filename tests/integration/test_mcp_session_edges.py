@@ -151,7 +151,6 @@ async def test_the_direct_client_cancels_a_request_given_up_but_never_initialize
             while "notifications/cancelled 2" not in got():
                 await asyncio.sleep(0.05)
         assert got() == ["initialize", "tools/list", "notifications/cancelled 2"], process.log_tail
-        print("GOT", got())
     finally:
         await session.close()
         await process.close(graceful=False)
