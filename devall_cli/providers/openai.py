@@ -64,6 +64,8 @@ __all__ = [
 ]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+# What ChatDev sends when a node's params set no temperature (its openai_provider.py).
+DEFAULT_TEMPERATURE = 0.7
 # Body keys devall owns: params may not replace the conversation or switch to streaming.
 PROTECTED_KEYS = frozenset({"model", "messages", "stream", *RESERVED_PARAMS})
 
@@ -122,12 +124,24 @@ def build_request_body(
     tools: Sequence[ToolSpec],
     params: Mapping[str, Any],
 ) -> dict[str, Any]:
-    """The Chat Completions request body."""
+    """The Chat Completions request body, as ChatDev's Chat Completions path builds it.
+
+    ChatDev sends `temperature: 0.7` unless the node's params set one (`temperature: null`
+    sends none: for models that accept only their own), and sends `max_output_tokens` as
+    `max_tokens` (an explicit `max_tokens` wins).
+    """
     body: dict[str, Any] = {"model": model, "messages": list(messages)}
+    rest = {k: v for k, v in params.items() if k not in PROTECTED_KEYS}
+    temperature = rest.pop("temperature", DEFAULT_TEMPERATURE)
+    if temperature is not None:
+        body["temperature"] = temperature
+    max_output_tokens = rest.pop("max_output_tokens", None)
+    if max_output_tokens is not None and "max_tokens" not in rest:
+        rest["max_tokens"] = max_output_tokens
     if tools:
         body["tools"] = [tool_definition(tool) for tool in tools]
         body["tool_choice"] = "auto"
-    body.update({k: v for k, v in params.items() if k not in PROTECTED_KEYS})
+    body.update(rest)
     return body
 
 

@@ -90,6 +90,30 @@ async def test_without_tools_or_key_the_body_and_headers_stay_minimal(
     assert "tool_choice" not in request.body
 
 
+@pytest.mark.parametrize(
+    ("params", "expected"),
+    [
+        ({}, {"temperature": 0.7}),  # ChatDev's default (its openai_provider.py)
+        ({"temperature": 0}, {"temperature": 0}),
+        ({"temperature": None}, {}),  # null: no temperature at all, for models that refuse one
+        ({"max_output_tokens": 99}, {"temperature": 0.7, "max_tokens": 99}),
+        ({"max_output_tokens": 99, "max_tokens": 5}, {"temperature": 0.7, "max_tokens": 5}),
+    ],
+)
+async def test_temperature_and_token_limit_are_sent_as_chatdev_sends_them(
+    fake_llm: FakeLLM, make_openai: MakeProvider, params: dict[str, object], expected: dict
+) -> None:
+    provider = make_openai(agent_config(fake_llm.base_url, params=params))
+
+    await provider.complete(MESSAGES, [])
+
+    body = fake_llm.requests[0].body
+    sent = {
+        key: body[key] for key in ("temperature", "max_tokens", "max_output_tokens") if key in body
+    }
+    assert sent == expected
+
+
 async def test_params_cannot_replace_model_messages_or_streaming(
     fake_llm: FakeLLM, make_openai: MakeProvider
 ) -> None:
