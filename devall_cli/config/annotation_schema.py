@@ -3,7 +3,9 @@
 The mapping (SPEC.md §4 "function"): str/int/float/bool → string/integer/number/boolean,
 list/tuple/set/Sequence[T] → array (of T), dict/Mapping[str, T] → object (of T), Literal and
 Enum (a class of the module with literal member values) → enum, `Optional[T]`/`T | None` →
-T and not required, `Annotated[T, "text"]` → T with that description, `Any` or no annotation →
+T and not required, `Annotated[T, "text"]` → T with that description, `Annotated[T, Meta(...)]`
+→ T with the JSON-schema keywords of the call (ChatDev's `ParamMeta(description=..., enum=...)`,
+an enum also giving the type its values share), `Any` or no annotation →
 any value. Names are followed through the module's imports (`from typing import Optional as O`,
 `import typing as t`) and its own aliases (`Vector = list[float]`). An annotation that cannot be
 read without running code (a type imported from another module, an Enum using `auto()`) gives a
@@ -41,6 +43,15 @@ _ARRAYS = {
 _OBJECTS = {"Dict", "Mapping", "dict"}
 _ENUM_BASES = {"Enum", "IntEnum", "StrEnum", "Flag", "IntFlag", "ReprEnum"}
 _FLAG_BASES = {"Flag", "IntFlag"}
+# Keyword arguments of an `Annotated` metadata object that become the parameter's JSON schema
+# (ChatDev's `ParamMeta` has description and enum; a pydantic-style Field may say more).
+_META_KEYWORDS = frozenset(
+    {
+        "description", "enum", "title", "examples", "format", "pattern",
+        "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+        "minLength", "maxLength", "minItems", "maxItems", "uniqueItems",
+    }
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -52,6 +63,8 @@ class Term:
     values: tuple[Any, ...] = ()  # enum and literal values
     args: tuple[Term, ...] = ()  # union members; the item or value type; the annotated type
     description: str | None = None  # annotated
+    # annotated: JSON-schema keywords of a metadata object (`ParamMeta(enum=[...])`), in order
+    keywords: tuple[tuple[str, Any], ...] = ()
 
 
 ANY = Term("any")
@@ -165,15 +178,48 @@ class AnnotationReader:
 
     def _annotated(self, elts: Sequence[ast.expr], depth: int) -> Term:
         base = self._term(elts[0], depth)
-        metadata = []
+        metadata: list[str] = []
+        keywords: dict[str, Any] = {}
         for meta in elts[1:]:
             known, value = self.module.constant(meta)
             if known and isinstance(value, str):
                 metadata.append(value)
+            elif isinstance(meta, ast.Call):  # ParamMeta(description=..., enum=...), Field(...)
+                for key, found in self._schema_keywords(meta).items():
+                    keywords.setdefault(key, found)
+        description = keywords.pop("description", None)
+        if isinstance(description, str) and description:
+            metadata.append(description)
+        extra = tuple(keywords.items())
         if base.kind == "annotated":  # Annotated[Annotated[T, a], b] is Annotated[T, a, b]
             description = base.description or _first(metadata)
-            return Term("annotated", args=base.args, description=description)
-        return Term("annotated", args=(base,), description=_first(metadata))
+            merged = dict(extra)
+            merged.update(base.keywords)  # the inner annotation's wins, as its description does
+            return Term(
+                "annotated", args=base.args, description=description, keywords=tuple(merged.items())
+            )
+        return Term("annotated", args=(base,), description=_first(metadata), keywords=extra)
+
+    def _schema_keywords(self, call: ast.Call) -> dict[str, Any]:
+        """The JSON-schema keywords among a metadata object's constant keyword arguments, the
+        way ChatDev's function catalog reads its `ParamMeta(description=..., enum=...)`."""
+        found: dict[str, Any] = {}
+        for keyword in call.keywords:
+            if keyword.arg not in _META_KEYWORDS:
+                continue
+            known, value = self.module.constant(keyword.value)
+            if not known or value is None:
+                continue
+            if keyword.arg == "enum":
+                values = list(value) if isinstance(value, list | tuple | set) else None
+                if values and all(_plain(item) for item in values):
+                    found["enum"] = values
+            elif keyword.arg == "description":
+                if isinstance(value, str):
+                    found["description"] = value
+            elif _plain(value) or isinstance(value, list | tuple):
+                found[keyword.arg] = list(value) if isinstance(value, tuple) else value
+        return found
 
     def _literal(self, node: ast.expr, elts: Sequence[ast.expr]) -> Term:
         values: list[Any] = []
@@ -259,6 +305,22 @@ def _plain(value: Any) -> bool:
     return value is None or isinstance(value, str | int | float | bool)
 
 
+def _shared_type(values: Sequence[Any]) -> str | None:
+    """The JSON type all of `values` have (booleans apart from integers), else None."""
+    for kind, test in _VALUE_TYPES:
+        if values and all(test(value) for value in values):
+            return kind
+    return None
+
+
+_VALUE_TYPES: tuple[tuple[str, Any], ...] = (
+    ("boolean", lambda value: isinstance(value, bool)),
+    ("integer", lambda value: isinstance(value, int) and not isinstance(value, bool)),
+    ("number", lambda value: isinstance(value, float)),
+    ("string", lambda value: isinstance(value, str)),
+)
+
+
 def _first(texts: list[str]) -> str | None:
     return texts[0] if texts else None
 
@@ -291,8 +353,16 @@ def is_optional(term: Term) -> bool:
 def term_schema(term: Term) -> dict[str, Any]:
     """The JSON schema of a Term; `{}` accepts any value."""
     if term.kind == "annotated":
-        base = term_schema(term.args[0])
-        return {**base, "description": term.description} if term.description else base
+        schema = term_schema(term.args[0])
+        if term.description:
+            schema = {**schema, "description": term.description}
+        for key, value in term.keywords:
+            schema = {**schema, key: value}
+            if key == "enum":  # the type the values share, as ChatDev's catalog infers it
+                shared = _shared_type(value)
+                if shared is not None:
+                    schema["type"] = shared
+        return schema
     if term.kind in ("array", "object"):
         return _container_schema(term)
     if term.kind == "simple":

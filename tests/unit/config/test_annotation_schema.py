@@ -151,3 +151,47 @@ def test_a_fifo_named_like_a_module_is_refused_not_waited_on(tmp_path: Path) -> 
     os.mkfifo(tmp_path / "tools.py")
     with pytest.raises(FunctionResolutionError, match="not a regular file"):
         resolve(tmp_path, "tools:All")
+
+
+def test_param_meta_objects_describe_parameters_as_chatdevs_catalog_reads_them(
+    tmp_path: Path,
+) -> None:
+    # ChatDev's function modules describe parameters with utils.function_catalog.ParamMeta;
+    # the metadata object is read from the source, whatever module defines it.
+    schema = schema_of(
+        tmp_path,
+        """
+        from dataclasses import dataclass
+        from typing import Annotated, Any, Sequence
+
+        @dataclass(frozen=True)
+        class ParamMeta:
+            description: str | None = None
+            enum: Sequence[Any] | None = None
+
+        DEPTH = "How deep to look"
+
+        def f(
+            path: Annotated[str, ParamMeta(description="Workspace-relative path")] = ".",
+            mode: Annotated[str, ParamMeta(description="How to open", enum=["r", "w"])] = "r",
+            level: Annotated[Any, ParamMeta(enum=(1, 2, 3))] = 1,
+            depth: Annotated[int, ParamMeta(description=DEPTH)] = 3,
+            both: Annotated[int, "the string wins", ParamMeta(description="second")] = 0,
+            bounded: Annotated[int, ParamMeta(minimum=1, maximum=9, unknown=5)] = 1,
+        ) -> str:
+            return path
+        """,
+    )
+    assert schema["properties"] == {
+        "path": {"type": "string", "description": "Workspace-relative path", "default": "."},
+        "mode": {
+            "type": "string",
+            "description": "How to open",
+            "enum": ["r", "w"],
+            "default": "r",
+        },
+        "level": {"enum": [1, 2, 3], "type": "integer", "default": 1},
+        "depth": {"type": "integer", "description": "How deep to look", "default": 3},
+        "both": {"type": "integer", "description": "the string wins", "default": 0},
+        "bounded": {"type": "integer", "minimum": 1, "maximum": 9, "default": 1},
+    }
