@@ -111,6 +111,14 @@ class NodeType:
     # The note `devall validate` prints after the type: `openai: gpt-4o`, `file: x.yaml`.
     note: Callable[[Any], str] = _no_text
     asks_operator: bool = False  # True: a visit asks a person (answered with --answers)
+    # True: a visit may emit nothing (a loop gate), so a cycle through the node can end there.
+    may_hold_output: bool = False
+
+
+def may_hold_output(node: NodeConfig) -> bool:
+    """Whether a visit of this node may emit nothing (loop_counter, loop_timer)."""
+    kind = NODE_TYPES.get(node.type)
+    return kind is not None and kind.may_hold_output
 
 
 def asks_operator(node: NodeConfig) -> bool:

@@ -122,5 +122,6 @@ LOOP_COUNTER = NODE_TYPES.register(
         run_loop_counter,
         details=_details,
         label=lambda settings: f"max {settings.max_iterations}",
+        may_hold_output=True,
     )
 )

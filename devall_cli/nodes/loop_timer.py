@@ -114,5 +114,6 @@ LOOP_TIMER = NODE_TYPES.register(
         run_loop_timer,
         details=_details,
         label=lambda settings: f"max {settings.max_duration} {settings.duration_unit}".strip(),
+        may_hold_output=True,
     )
 )

@@ -132,6 +132,9 @@ def _parse_graph(
     if not start and graph.get("start") in (None, []) and not start_required:
         start = _entry_nodes(ck, graph, path, ids, edges)
     _check_cycle_starts(ck, ids, ends, start, path)
+    if not voting and nodes is not None:
+        _check_ending(ck, ids, ends, end, path)
+        _check_cycle_exits(ck, nodes, edges, ends, path)
     if nodes is None:
         return None
     return GraphConfig(
@@ -438,6 +441,72 @@ def _check_cycle_starts(
                 (*path, "start"),
                 f"start names {', '.join(starts)}, which are in one cycle "
                 f"({_shown(cycle)}); a cycle can have only one start node",
+            )
+
+
+CHATDEV_NO_END = "graph lacks a unique natural end; specify 'end' explicitly"
+
+
+def _check_ending(
+    ck: Checker,
+    ids: dict[str, int],
+    ends: list[tuple[str, str]],
+    end: tuple[str, ...],
+    path: KeyPath,
+) -> None:
+    """Without `end`, ChatDev wants exactly one node without outgoing edges (its answer)."""
+    if end or not ids:
+        return
+    senders = {source for source, _ in ends}
+    sinks = [node for node in ids if node not in senders]
+    if len(sinks) > 1:
+        ck.warning(
+            path,
+            f"{len(sinks)} nodes have no outgoing edge ({_shown(sinks)}) and the graph names no "
+            f"end: devall answers with the first of them that produced output, in node order "
+            f"({sinks[0]} when it did), while ChatDev refuses the file (\"{CHATDEV_NO_END}\"); "
+            "name the answering node in `end`",
+        )
+    elif not sinks:
+        ck.warning(
+            path,
+            "every node has an outgoing edge and the graph names no end: the run answers "
+            f"nothing, and ChatDev refuses the file (\"{CHATDEV_NO_END}\"); name the answering "
+            "node in `end`",
+        )
+
+
+def _check_cycle_exits(
+    ck: Checker,
+    nodes: tuple[NodeConfig, ...],
+    edges: list[tuple[EdgeConfig, KeyPath]],
+    ends: list[tuple[str, str]],
+    path: KeyPath,
+) -> None:
+    """A cycle no edge leaves, whose edges always fire and that no gate holds back, ends only
+    at the iteration limit: valid, as in ChatDev, but hardly what the author meant."""
+    from devall_cli.engine.cycles import ITERATION_LIMIT
+    from devall_cli.engine.topology import strongly_connected
+    from devall_cli.nodes.base import may_hold_output
+
+    by_id = {node.id: node for node in nodes}
+    successors: dict[str, list[str]] = {node.id: [] for node in nodes}
+    for source, target in ends:
+        successors.setdefault(source, []).append(target)
+    for cycle in strongly_connected(list(successors), successors):
+        members = set(cycle)
+        if len(cycle) == 1 and cycle[0] not in successors[cycle[0]]:
+            continue  # a node on its own, not a loop
+        leaves = any(source in members and target not in members for source, target in ends)
+        inner = [edge for edge, _ in edges if edge.source in members and edge.target in members]
+        held = any(not edge.condition.always or not edge.trigger for edge in inner)
+        gated = any(may_hold_output(by_id[node]) for node in cycle if node in by_id)
+        if not (leaves or held or gated):
+            ck.warning(
+                path,
+                f"the cycle {_shown(cycle)} has no way out: no edge leaves it, every edge in it "
+                "always fires and no loop_counter or loop_timer holds it back, so it ends only "
+                f"after {ITERATION_LIMIT} iterations (or at --max-steps)",
             )
 
 

@@ -22,6 +22,7 @@ from devall_cli.workflow.loader import load_workflow, validate_workflow
 FLOW = """\
 graph:
   start: a
+  end: b
   nodes:
     - {id: a, type: passthrough}
     - {id: b, type: passthrough}
@@ -304,6 +305,7 @@ def test_dynamic_on_a_node_is_ignored_with_a_warning_and_null_silently(tmp_path:
             """\
             graph:
               start: a
+              end: b
               nodes:
                 - {id: a, type: passthrough, dynamic: null}
                 - {id: b, type: passthrough, dynamic: {type: map}}
