@@ -35,6 +35,8 @@ class Named(Protocol):
 
 FILE_MODE = 0o600
 LOCK_NAME = ".lock"
+# The run directory's folder for code: python nodes' scripts, ChatDev function tools' files.
+CODE_WORKSPACE = "code_workspace"
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)

@@ -7,6 +7,12 @@ may still import a helper module beside it (`import helpers`): a finder placed a
 other one answers for top-level names that nothing else knows, from the folders of the
 function modules imported so far. Installed modules always win.
 
+ChatDev's own function modules import ChatDev's packages (`from utils.attachments import ...`,
+`from entity.messages import ...`), which ChatDev finds because it runs from its checkout. When
+a function module lies in the `functions/` folder of such a checkout (`chatdev_root`), the same
+finder first answers from the checkout's top level, as ChatDev's `sys.path` does: so
+`functions/function_calling/utils.py` does not shadow the checkout's `utils` package.
+
 Importing runs the module's code: only a run does it, never `validate` or `tools list`.
 """
 
@@ -39,11 +45,27 @@ _MODULES: dict[str, types.ModuleType] = {}
 _LOCK = threading.RLock()
 
 
+# What tells a ChatDev checkout: its `functions/` folder with ChatDev's packages beside it.
+CHATDEV_PACKAGES = ("entity", "utils")
+
+
+def chatdev_root(file: Path) -> Path | None:
+    """The ChatDev checkout whose `functions/` folder holds `file`, else None."""
+    for folder in file.resolve().parents:
+        if folder.name == "functions" and all(
+            (folder.parent / package).is_dir() for package in CHATDEV_PACKAGES
+        ):
+            return folder.parent
+    return None
+
+
 class _HelperFinder(importlib.abc.MetaPathFinder):
-    """Finds `import helpers` beside a function module, after every other finder failed."""
+    """Finds `import helpers` beside a function module, after every other finder failed; first
+    in the checkout a ChatDev function module comes from."""
 
     def __init__(self) -> None:
         self.folders: list[Path] = []
+        self.roots: list[Path] = []  # ChatDev checkouts: their top level, as on ChatDev's path
 
     def find_spec(
         self,
@@ -54,15 +76,22 @@ class _HelperFinder(importlib.abc.MetaPathFinder):
         """A spec for a top-level module found in a function module's folder, else None."""
         if path is not None or "." in fullname:
             return None  # submodules are found through their package's own path
+        for root in list(self.roots):
+            spec = importlib.machinery.PathFinder.find_spec(fullname, [str(root)])
+            if spec is not None:
+                return spec
         for folder in list(self.folders):
             for candidate in (folder / f"{fullname}.py", folder / fullname / "__init__.py"):
                 if candidate.is_file():
                     return importlib.util.spec_from_file_location(fullname, candidate)
         return None
 
-    def add(self, folder: Path) -> None:
-        """Let modules of `folder` be imported by their plain name."""
+    def add(self, folder: Path, root: Path | None = None) -> None:
+        """Let modules of `folder` (and, first, of the checkout `root`) be imported by their
+        plain name."""
         with _LOCK:
+            if root is not None and root not in self.roots:
+                self.roots.append(root)
             if folder not in self.folders:
                 self.folders.append(folder)
             if self not in sys.meta_path:
@@ -70,6 +99,20 @@ class _HelperFinder(importlib.abc.MetaPathFinder):
 
 
 _HELPERS = _HelperFinder()
+
+
+def installed(top: str) -> bool:
+    """Whether the top-level module `top` is found as an import finds it, the folders of function
+    modules and ChatDev checkouts apart (nothing is imported)."""
+    for finder in list(sys.meta_path):
+        if finder is _HELPERS or not hasattr(finder, "find_spec"):
+            continue
+        try:
+            if finder.find_spec(top, None) is not None:
+                return True
+        except (ImportError, ValueError):
+            continue
+    return False
 
 
 def _module_name(file: Path) -> str:
@@ -108,7 +151,7 @@ def load_module(file: Path) -> types.ModuleType:
         module = importlib.util.module_from_spec(spec)
         # Registered before running so that dataclasses and pickling inside the module work.
         sys.modules[name] = module
-        _HELPERS.add(file.parent)
+        _HELPERS.add(file.parent, chatdev_root(file))
         try:
             spec.loader.exec_module(module)
         except BaseException as exc:  # SystemExit, KeyboardInterrupt too: it is module code

@@ -21,6 +21,7 @@ from devall_cli.config.function_catalog import Found, FunctionCatalog
 from devall_cli.config.function_dirs import FunctionFolder, tools_folder
 from devall_cli.config.function_loading import FunctionResolutionError, load_module, load_named
 from devall_cli.config.function_signature import CONTEXT_PARAM, describe, read_signature
+from devall_cli.config.module_imports import missing_import
 
 
 class FunctionRef(Protocol):
@@ -156,12 +157,19 @@ def resolve_functions(
     infos: list[FunctionInfo] = []
     problems: list[FunctionResolutionError] = []
     seen: set[str] = set()
+    checked: set[Path] = set()  # modules whose imports were looked up
     for index, ref in enumerate(refs):
         try:
             expanded = catalog.lookup(ref.name)
         except FunctionResolutionError as exc:
             problems.append(FunctionResolutionError(exc.message, index))
             continue
+        for module in {found.module.file: found.module for found in expanded}.values():
+            if module.file not in checked:
+                checked.add(module.file)
+                missing = missing_import(module)
+                if missing is not None:
+                    problems.append(FunctionResolutionError(missing, index))
         for found in expanded:
             if found.name in seen:
                 message = f"function '{found.name}' is declared twice"

@@ -40,6 +40,9 @@ class ModuleSource:
 
     file: Path
     bindings: dict[str, Binding]
+    # The modules its unconditional top-level imports name (not those under `if` or `try`,
+    # which may be optional): (line, dotted name), `from . import x` left out.
+    imports: tuple[tuple[int, str], ...] = ()
 
     def functions(self) -> dict[str, FunctionNode]:
         """Public functions defined here (defs, lambdas and names bound to them), by name."""
@@ -113,7 +116,18 @@ def parse_module(file: Path) -> ModuleSource:
     bindings: dict[str, Binding] = {}
     for statement in _top_level(tree.body):
         _bind(statement, bindings)
-    return ModuleSource(file, bindings)
+    return ModuleSource(file, bindings, _imports(tree.body))
+
+
+def _imports(body: list[ast.stmt]) -> tuple[tuple[int, str], ...]:
+    """The modules the module-level `import` statements (outside `if`/`try`) name."""
+    found: list[tuple[int, str]] = []
+    for statement in body:
+        if isinstance(statement, ast.Import):
+            found.extend((statement.lineno, alias.name) for alias in statement.names)
+        elif isinstance(statement, ast.ImportFrom) and statement.level == 0 and statement.module:
+            found.append((statement.lineno, statement.module))
+    return tuple(found)
 
 
 def _top_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:

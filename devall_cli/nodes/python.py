@@ -37,10 +37,10 @@ from devall_cli.events import CodeFinishedEvent, CodeStartedEvent
 from devall_cli.messages import ASSISTANT, Message
 from devall_cli.nodes.base import NODE_TYPES, NodeRun, NodeType
 from devall_cli.nodes.code_process import ScriptOutcome, run_script
-from devall_cli.run_files import open_run_file, write_failure
+from devall_cli.run_files import CODE_WORKSPACE, open_run_file, write_failure
 
 KEYS = KeySpec(known=frozenset({"interpreter", "args", "env", "timeout_seconds", "encoding"}))
-WORKSPACE = "code_workspace"
+WORKSPACE = CODE_WORKSPACE
 FAILED_HEADER = "==CODE EXECUTION FAILED=="
 _SCRIPTS = "python_scripts"  # NodeRun.extras: scripts written so far, by node path
 _FENCED = re.compile(r"```[a-zA-Z0-9_+-]*\s*\n(?P<code>.*?)```", re.DOTALL)

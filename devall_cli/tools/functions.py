@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import importlib
 import inspect
 import threading
 import time
@@ -25,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from devall_cli.config.function_loading import chatdev_root
 from devall_cli.config.function_signature import CONTEXT_PARAM
 from devall_cli.config.functions import (
     FunctionInfo,
@@ -37,6 +39,7 @@ from devall_cli.config.functions import (
 )
 from devall_cli.config.model import EMPTY
 from devall_cli.errors import ConfigError
+from devall_cli.run_files import CODE_WORKSPACE
 from devall_cli.tools.arguments import ArgumentChecker
 from devall_cli.tools.attachments import AttachmentStore
 from devall_cli.tools.base import (
@@ -53,15 +56,36 @@ from devall_cli.tools.normalize import normalize_value
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class FunctionContext:
-    """What a function with a `_context` parameter receives."""
+class FunctionContext(dict[str, Any]):
+    """What a function with a `_context` parameter receives: a dict, as in ChatDev.
 
-    run_id: str = ""
-    node_id: str = ""
-    workflow_dir: Path | None = None
-    attachment_store: AttachmentStore | None = None
-    tool_name: str = ""
+    devall's keys, also readable as attributes: `run_id`, `node_id`, `workflow_dir`,
+    `attachment_store`, `tool_name`. ChatDev's, which its own function modules read with
+    `.get()`: `graph_directory` (the run directory), `python_workspace_root` (the run's
+    `code_workspace`, shared with python nodes), `attachment_store` (ChatDev's own store class
+    for a module of a ChatDev checkout) and `vars` (empty: placeholders are resolved already).
+    """
+
+    @property
+    def run_id(self) -> str:
+        return str(self.get("run_id") or "")
+
+    @property
+    def node_id(self) -> str:
+        return str(self.get("node_id") or "")
+
+    @property
+    def workflow_dir(self) -> Path | None:
+        value = self.get("workflow_dir")
+        return Path(value) if value else None
+
+    @property
+    def attachment_store(self) -> Any:
+        return self.get("attachment_store")
+
+    @property
+    def tool_name(self) -> str:
+        return str(self.get("tool_name") or "")
 
 
 @dataclass(frozen=True)
@@ -170,6 +194,7 @@ class FunctionSource:
         self._infos: dict[str, FunctionInfo] | None = None
         self._callables: dict[str, _Callable] = {}
         self._start_lock = asyncio.Lock()
+        self._chatdev_attachments: Any = None  # ChatDev's store, made at the first call needing it
 
     async def start(self) -> ServerInfo:
         """Read the referenced functions from source and import their modules (for a run).
@@ -276,7 +301,7 @@ class FunctionSource:
             if kwargs.get(param) is not None and not isinstance(kwargs[param], enum_cls):
                 kwargs[param] = enum_cls(kwargs[param])
         if target.info.accepts_context:
-            kwargs[CONTEXT_PARAM] = self._context_for(target.info.name)
+            kwargs[CONTEXT_PARAM] = self._context_for(target.info)
         args: list[Any] = []
         for parameter in target.signature.parameters.values():
             # Positional-only parameters are named in the schema but cannot be passed by name.
@@ -286,15 +311,38 @@ class FunctionSource:
         target.signature.bind(*args, **kwargs)
         return args, kwargs
 
-    def _context_for(self, tool_name: str) -> FunctionContext:
+    def _context_for(self, info: FunctionInfo) -> FunctionContext:
         workflow_dir = self.context.get("workflow_dir")
-        return FunctionContext(
+        run_dir = self.context.get("run_dir")
+        context = FunctionContext(
             run_id=str(self.context.get("run_id") or ""),
             node_id=str(self.context.get("node_id") or ""),
             workflow_dir=Path(workflow_dir) if workflow_dir else None,
             attachment_store=self.store,
-            tool_name=tool_name,
+            tool_name=info.name,
+            vars={},
         )
+        if run_dir:
+            workspace = Path(run_dir).resolve() / CODE_WORKSPACE
+            context["graph_directory"] = Path(run_dir).resolve()
+            context["python_workspace_root"] = workspace
+            store = self._chatdev_store(info, workspace)
+            if store is not None:
+                context["attachment_store"] = store
+        return context
+
+    def _chatdev_store(self, info: FunctionInfo, workspace: Path) -> Any:
+        """ChatDev's own AttachmentStore (`<workspace>/attachments`, as ChatDev keeps it) for a
+        function of a ChatDev checkout, whose file tools accept no other; else None."""
+        if chatdev_root(Path(info.file)) is None:
+            return None
+        if self._chatdev_attachments is None:
+            try:
+                attachments = importlib.import_module("utils.attachments")  # the checkout's
+                self._chatdev_attachments = attachments.AttachmentStore(workspace / "attachments")
+            except Exception:  # not ChatDev's after all: the function gets devall's store
+                self._chatdev_attachments = False
+        return self._chatdev_attachments or None
 
     async def _invoke(
         self, target: _Callable, args: list[Any], kwargs: dict[str, Any]

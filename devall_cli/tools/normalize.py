@@ -211,12 +211,65 @@ def normalize_value(
     if isinstance(value, bytes | bytearray | memoryview):
         converter = _Converter(tool_name, store, source, DEFAULT_MAX_BASE64_BYTES)
         return (converter.save(bytes(value), kind="file", mime=_OCTET, uri=None),)
+    chatdev = _chatdev_blocks(value)
+    if chatdev is not None:
+        converter = _Converter(tool_name, store, source, DEFAULT_MAX_BASE64_BYTES)
+        return tuple(clean_block(_from_chatdev(block, converter)) for block in chatdev)
     if isinstance(value, str):
         text = value
+    elif isinstance(value, dict):  # as ChatDev hands a dict result to the model: indented
+        text = json.dumps(value, ensure_ascii=False, indent=2, default=_json_fallback)
     else:
         text = json.dumps(value, ensure_ascii=False, default=_json_fallback)
     # Text a function builds from file names or environment values may hold lone surrogates.
     return (TextBlock(text=clean_text(text), tool_name=tool_name, source=source),)
+
+
+def _is_chatdev_block(value: Any) -> bool:
+    """A ChatDev `entity.messages.MessageBlock` (recognised by its shape, not imported)."""
+    kind = getattr(value, "type", None)
+    return (
+        isinstance(getattr(kind, "value", None), str)
+        and hasattr(value, "attachment")
+        and hasattr(value, "text")
+        and callable(getattr(value, "to_dict", None))
+    )
+
+
+def _chatdev_blocks(value: Any) -> list[Any] | None:
+    """The ChatDev MessageBlocks a ChatDev function returned (a list of them, an attachment
+    record), else None."""
+    if callable(getattr(value, "as_message_block", None)):  # utils.attachments.AttachmentRecord
+        value = [value.as_message_block()]
+    if isinstance(value, list) and value and all(_is_chatdev_block(item) for item in value):
+        return value
+    return None
+
+
+def _from_chatdev(block: Any, converter: _Converter) -> Block:
+    """A ChatDev MessageBlock as devall's block: its text, or its attachment's file saved."""
+    kind = str(block.type.value)
+    attachment = block.attachment
+    if kind == "text" or attachment is None:
+        text = block.text if isinstance(block.text, str) else json.dumps(block.to_dict())
+        return converter.text(text)
+    mime = getattr(attachment, "mime_type", None) or _OCTET
+    local = getattr(attachment, "local_path", None)
+    data_uri = getattr(attachment, "data_uri", None)
+    name = getattr(attachment, "name", None)
+    try:
+        if local:
+            with open(local, "rb") as handle:
+                data = handle.read(DEFAULT_MAX_BASE64_BYTES + 1)
+        elif isinstance(data_uri, str) and "," in data_uri:
+            data = base64.b64decode(data_uri.partition(",")[2], validate=False)
+        else:
+            return converter.text(block.text or f"[{kind} attachment {name or ''} without data]")
+    except (OSError, ValueError) as exc:
+        return converter.text(f"[cannot read {kind} attachment {name or local}: {exc}]")
+    if len(data) > DEFAULT_MAX_BASE64_BYTES:
+        return converter.text(f"[{kind} attachment {name or local} is too large to hand over]")
+    return converter.save(data, kind=kind_for_mime(mime), mime=mime, uri=name)
 
 
 def clean_block(block: Block) -> Block:

@@ -135,6 +135,7 @@ def test_tools_list_json_shows_the_schema_without_running_the_module(
 
 
 def test_a_type_validate_cannot_read_is_a_warning_and_accepts_anything(tmp_path: Path) -> None:
+    write_functions(tmp_path, "geometry", "class Shape:\n    pass\n")  # beside it: found
     write_functions(
         tmp_path,
         "shapes",

@@ -154,6 +154,7 @@ def make_function_source(
     context = {
         "run_id": ctx.run_id,
         "workflow_dir": ctx.workflow_dir,
+        "run_dir": ctx.run_dir,
         "attachment_store": ctx.store,
     }
     return FunctionSource(

@@ -74,6 +74,7 @@ def test_a_few_schemas_spelled_out() -> None:
 def test_an_annotation_that_needs_running_code_accepts_anything_with_a_warning(
     tmp_path: Path, source: str, shown: str, reason: str
 ) -> None:
+    (tmp_path / "geometry.py").write_text("class Shape:\n    pass\n")  # found, not read
     (info,) = resolve(module(tmp_path, source + "\n"), "f")
     assert info.input_schema == {"type": "object", "properties": {"x": {}}, "required": ["x"]}
     line = source.count("\n") + 1

@@ -360,12 +360,15 @@ def test_function_values_become_text_or_json(store: AttachmentStore) -> None:
         return block.text
 
     assert text_of("plain") == "plain"
-    assert text_of({"a": [1, 2.5, None], "é": True}) == '{"a": [1, 2.5, null], "é": true}'
+    # A dict as ChatDev hands it to the model (json.dumps(..., ensure_ascii=False, indent=2)).
+    assert text_of({"a": [1, 2.5, None], "é": True}) == (
+        '{\n  "a": [\n    1,\n    2.5,\n    null\n  ],\n  "é": true\n}'
+    )
     assert text_of([1, "x"]) == '[1, "x"]'
     assert text_of(42) == "42"
     assert text_of(False) == "false"
     assert text_of(None) == "null"
-    assert text_of({"p": Path("/a/b")}) == '{"p": "/a/b"}'
+    assert text_of({"p": Path("/a/b")}) == '{\n  "p": "/a/b"\n}'
 
 
 def test_function_bytes_become_a_file_attachment(store: AttachmentStore) -> None:
