@@ -28,7 +28,7 @@ import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -72,8 +72,14 @@ ReplyLike = FakeReply | str | Mapping[str, Any]
 class FakeLLM:
     """The fake server; a context manager. `close()` stops it."""
 
-    def __init__(self, default_text: str = "ok") -> None:
+    def __init__(
+        self,
+        default_text: str = "ok",
+        responder: Callable[[Any], ReplyLike] | None = None,
+    ) -> None:
         self.default_text = default_text
+        # With an empty queue, the reply is `responder(request body)`: a pure function of it.
+        self.responder = responder
         self._lock = threading.Lock()
         self._queue: deque[FakeReply] = deque()
         self._embedding_errors: deque[FakeReply] = deque()
@@ -264,6 +270,8 @@ class FakeLLM:
             self._requests.append(request)
             if take_reply and self._queue:
                 return self._queue.popleft()
+        if take_reply and self.responder is not None:
+            return self.as_reply(self.responder(request.body))
         return self.text_reply(self.default_text)
 
     def _embedding_error(self) -> FakeReply | None:
