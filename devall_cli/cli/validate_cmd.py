@@ -52,7 +52,8 @@ def validate_command(
 
     cli_vars = parse_vars(var)
     results = [
-        (path, *validate_workflow(path, cli_vars=cli_vars, env_file=env_file)) for path in workflows
+        (path, *validate_workflow(path, cli_vars=cli_vars, env_file=env_file, advice=True))
+        for path in workflows
     ]
     ok = all(loaded is not None for _, loaded, _ in results)
     if json_output:

@@ -56,6 +56,9 @@ class Checker:
         # What an unknown key is where the parser is: an error inside nodes and tooling entries
         # (a typo there silently drops a setting), a warning elsewhere (see `strict_keys`).
         self.unknown_key_severity = "warning"
+        # Advice about a valid graph's shape (how it ends, loops that cannot stop): for
+        # `devall validate`, not for every command that loads the file.
+        self.advice = False
 
     @property
     def file_dir(self) -> Path:
@@ -75,6 +78,7 @@ class Checker:
         child.scope = scope
         child.graphs = self.graphs
         child.unknown_key_severity = self.unknown_key_severity
+        child.advice = self.advice
         return child
 
     @contextlib.contextmanager

@@ -116,6 +116,7 @@ def _parse_graph(
     graph = get_mapping(ck, raw, path, "graph")
     if graph is None:
         return None
+    errors_before = ck.error_count
     check_keys(ck, graph, path, GRAPH_KEYS)
     if graph.get("vars") not in (None, {}, UNRESOLVED):  # `vars: {}` is accepted, as ChatDev does
         ck.error((*path, "vars"), "vars belong at the top level of the file, not inside graph")
@@ -132,7 +133,8 @@ def _parse_graph(
     if not start and graph.get("start") in (None, []) and not start_required:
         start = _entry_nodes(ck, graph, path, ids, edges)
     _check_cycle_starts(ck, ids, ends, start, path)
-    if not voting and nodes is not None:
+    # Advice on how a graph ends holds only for a graph without errors (a broken edge makes sinks).
+    if ck.advice and not voting and nodes is not None and ck.error_count == errors_before:
         _check_ending(ck, ids, ends, end, path)
         _check_cycle_exits(ck, nodes, edges, ends, path)
     if nodes is None:

@@ -53,8 +53,13 @@ def validate_workflow(
     env_file: str | Path | None = None,
     environ: Mapping[str, str] | None = None,
     tools_only: bool = False,
+    advice: bool = False,
 ) -> tuple[Workflow | None, list[ConfigIssue]]:
-    """(workflow or None, every issue: errors and warnings); never raises ConfigError."""
+    """(workflow or None, every issue: errors and warnings); never raises ConfigError.
+
+    `advice`: also warn about how a valid graph ends and about loops that cannot stop (what
+    `devall validate` reports; other commands load the file without it).
+    """
     display = str(path)
     try:
         doc = load_source(Path(path), display)
@@ -69,6 +74,7 @@ def validate_workflow(
         env_file=Path(env_file) if env_file is not None else None,
         environ=os.environ if environ is None else environ,
         tools_only=tools_only,
+        advice=advice,
     )
 
 
@@ -80,9 +86,11 @@ def _build(
     env_file: Path | None,
     environ: Mapping[str, str],
     tools_only: bool = False,
+    advice: bool = False,
 ) -> tuple[Workflow | None, list[ConfigIssue]]:
     top: dict[str, Any] = doc.data
     ck = Checker(doc, workflow_dir=file_path.parent, environ=environ)
+    ck.advice = advice
     dotenv = load_dotenv_files(file_path.parent, Path.cwd(), env_file)
     ck.scope = LoadScope.top(
         file_path,

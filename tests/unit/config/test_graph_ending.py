@@ -24,7 +24,7 @@ CHATDEV = (
 def warnings_of(tmp_path: Path, graph: str) -> list[ConfigIssue]:
     path = tmp_path / "flow.yaml"
     path.write_text("graph:\n" + textwrap.indent(textwrap.dedent(graph), "  "))
-    workflow, issues = validate_workflow(path, environ={})
+    workflow, issues = validate_workflow(path, environ={}, advice=True)
     assert workflow is not None, issues
     assert all(issue.severity == "warning" for issue in issues), issues
     return issues
@@ -159,3 +159,21 @@ def test_validate_prints_the_warning_located_and_exits_0(tmp_path: Path) -> None
     assert code == 0, err
     assert f"{path}:2:3: graph: 2 nodes have no outgoing edge (b, c)" in err
     assert "warning" in err
+
+
+def test_other_commands_load_the_graph_without_the_advice(tmp_path: Path) -> None:
+    path = tmp_path / "flow.yaml"
+    path.write_text("graph:\n" + textwrap.indent(LOOP.replace("end: [out]\n", ""), "  "))
+    workflow, issues = validate_workflow(path, environ={})
+    assert workflow is not None and issues == []
+    _, _, err = invoke("tools", "list", str(path))
+    assert "warning" not in err, err
+
+
+def test_a_graph_with_errors_gets_no_advice_about_its_ending(tmp_path: Path) -> None:
+    # The edge without `to` leaves a as a sink only because it is broken: one error, no advice.
+    broken = FAN_OUT.replace("  - {from: a, to: b}\n", "  - {from: a}\n")
+    path = tmp_path / "flow.yaml"
+    path.write_text("graph:\n" + textwrap.indent(broken, "  "))
+    _, issues = validate_workflow(path, environ={}, advice=True)
+    assert [issue.severity for issue in issues] == ["error"], issues
