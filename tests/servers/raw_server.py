@@ -15,8 +15,9 @@
     --transport http    serves streamable HTTP instead (`--host`, `--port`, 0 for a free one):
                      each request answered with one JSON body, on /mcp; the socket is bound before
                      `raw server ready on port N` goes to stderr. Tools and fixture tools as
-                     below (no progress, nothing asked of the client); the stdio-only flags are
-                     refused.
+                     below (no progress, nothing asked of the client), and with --fixture also
+                     `request_header {name}` (a header of the call's request, "" if none); the
+                     stdio-only flags are refused.
 
 Tools: `tool_<i>` (one a page) answer `called tool_<i>`; `shaped` declares an output schema
 {"n": integer} and returns structured content as asked: `{"mode": "none" | "wrong" | "right"}`.
@@ -131,6 +132,12 @@ FIXTURE_TOOLS = [
     {"name": "pid", "description": "The server's process id.", "inputSchema": _schema()},
     {"name": "die", "description": "Exit with status 7 mid-call.", "inputSchema": _schema()},
 ]
+# Over HTTP only: what the request of a call carried.
+REQUEST_HEADER = {
+    "name": "request_header",
+    "description": "A header of this request.",
+    "inputSchema": _schema(name="string"),
+}
 STRUCTURED = {"answer": 42, "items": ["a", "b"], "nested": {"ok": True}}
 
 
@@ -270,7 +277,9 @@ def list_result(params: dict[str, Any], pages: int, with_schema: bool, fixture: 
     return result
 
 
-def http_answer(message: dict[str, Any], options: argparse.Namespace) -> dict[str, Any]:
+def http_answer(
+    message: dict[str, Any], options: argparse.Namespace, headers: Any
+) -> dict[str, Any]:
     """The answer to one request over HTTP (tools and fixture tools, nothing asked back)."""
     method, params = message.get("method"), message.get("params") or {}
     reply: dict[str, Any] = {"jsonrpc": "2.0", "id": message.get("id")}
@@ -280,8 +289,13 @@ def http_answer(message: dict[str, Any], options: argparse.Namespace) -> dict[st
             Seen.handshakes += 1
         return {**reply, "result": INITIALIZED}
     if method == "tools/list":
-        fixture = options.fixture
-        return {**reply, "result": list_result(params, options.pages, True, fixture)}
+        result = list_result(params, options.pages, True, options.fixture)
+        if options.fixture and not params.get("cursor"):
+            result["tools"].append(REQUEST_HEADER)
+        return {**reply, "result": result}
+    if method == "tools/call" and name == "request_header" and options.fixture:
+        wanted = str((params.get("arguments") or {}).get("name"))
+        return {**reply, "result": text(headers.get(wanted) or "")}
     if method == "tools/call" and name in ("sleep", "track", "slow"):
         return {**reply, "result": sleep_result(params, progress=False)}
     if method == "tools/call" and name in {t["name"] for t in FIXTURE_TOOLS} and name != "die":
@@ -319,7 +333,7 @@ def serve_http(options: argparse.Namespace) -> None:
             message = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
             if message.get("id") is None or message.get("method") is None:
                 return self._reply(202)  # notifications, and answers
-            body = json.dumps(http_answer(message, options)).encode()
+            body = json.dumps(http_answer(message, options, self.headers)).encode()
             return self._reply(
                 200, body, Content_Type="application/json", Mcp_Session_Id="raw-session"
             )
