@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.servers.fake_llm import FakeLLM
-from tests.servers.serve import FIXTURE_SERVER
+from tests.servers.serve import SERVERS_DIR
 
 LLM_KEY = "sk-batch-test-7d1e2c"
 
@@ -57,11 +57,15 @@ def llm_workflow(folder: Path, llm: FakeLLM) -> Path:
 
 
 def fixture_tooling(**settings: Any) -> dict[str, Any]:
-    """An `mcp_local` entry running the fixture server with the tests' Python."""
+    """An `mcp_local` entry running the fixture tools with the tests' Python.
+
+    The stdlib raw server's fixture tools (track, counter, env, image, ...): the batch tests are
+    about how servers are shared and supervised, and it starts at a fraction of FastMCP's cost.
+    """
     config = {
         "command": sys.executable,
-        "args": [str(FIXTURE_SERVER)],
-        "wait_for_log": "fixture server ready",
+        "args": [str(SERVERS_DIR / "raw_server.py"), "--fixture"],
+        "wait_for_log": "raw server ready",
         "startup_timeout": 30,
         **settings,
     }

@@ -289,7 +289,7 @@ def test_one_server_process_serves_a_fifty_task_batch(tmp_path: Path) -> None:
         if event["kind"] == "server.ready"
     }
     assert len(pids) == 1
-    assert [p.name for p in (Path("b") / "servers").iterdir()] == ["fixture_server.log"]
+    assert [p.name for p in (Path("b") / "servers").iterdir()] == ["raw_server.log"]
     assert not any((Path("b") / r["run_dir"] / "servers").exists() for r in lines)
     # Used by several tasks at once, never past its max_concurrency.
     peaks = [
@@ -327,8 +327,8 @@ def test_tasks_share_identical_servers_and_get_their_own_for_other_vars(tmp_path
         result = json.loads((run_dir / "result.json").read_text())
         assert [a["path"] for a in result["attachments"]] == ["attachments/image_image_1.png"]
     assert sorted(p.name for p in (Path("b") / "servers").iterdir()) == [
-        "fixture_server-2.log",
-        "fixture_server.log",
+        "raw_server-2.log",
+        "raw_server.log",
     ]
 
 

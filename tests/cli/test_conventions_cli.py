@@ -1,4 +1,9 @@
-"""The CLI's conventions, each pinned through the installed `devall` command (a subprocess)."""
+"""The CLI's conventions: exit codes, one-line errors with hints, run files, colour, completion.
+
+In-process (`cli`, Typer's CliRunner) where what is pinned is what the command prints and exits
+with; through the installed `devall` command (a subprocess) where only a process shows it: a
+terminal's colour and live line, shell completion, and a usage error from the entry point.
+"""
 
 from __future__ import annotations
 
@@ -16,7 +21,7 @@ from pathlib import Path
 
 import jsonschema
 
-from tests.helpers import devall, free_port
+from tests.helpers import cli, devall, free_port
 from tests.servers.fake_llm import FakeLLM
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,6 +31,7 @@ DEMO = ROOT / "workflows" / "demo_offline.yaml"
 INVALID = ROOT / "tests" / "data" / "invalid"
 # The venv's bin/ first, so that `python` in a workflow finds fastmcp (as `make demo` does).
 ENV = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", "NO_COLOR": "1"}
+VENV_PATH = {"PATH": ENV["PATH"]}  # for a workflow's `python`, run in-process
 RUN_FILES = re.compile(r"^run files: (\S+)/$")
 
 
@@ -85,7 +91,7 @@ def test_an_unknown_option_is_one_error_line_and_a_hint_exit_2() -> None:
 
 
 def test_bad_args_json_is_one_error_line_and_a_hint_exit_2(tmp_path: Path) -> None:
-    done = devall("tools", "call", str(with_functions(tmp_path)), "greet", "--args", "{bad")
+    done = cli("tools", "call", str(with_functions(tmp_path)), "greet", "--args", "{bad")
     assert done.returncode == 2
     lines = done.stderr.splitlines()
     assert len(lines) == 2
@@ -94,7 +100,7 @@ def test_bad_args_json_is_one_error_line_and_a_hint_exit_2(tmp_path: Path) -> No
 
 
 def test_debug_shows_the_traceback_of_a_usage_error() -> None:
-    done = devall("--debug", "run", str(DEMO), "--bogus")
+    done = cli("--debug", "run", str(DEMO), "--bogus")
     assert done.returncode == 2
     assert "Traceback (most recent call last)" in done.stderr
     assert "devall: error: no such option: --bogus" in done.stderr
@@ -102,8 +108,8 @@ def test_debug_shows_the_traceback_of_a_usage_error() -> None:
 
 def test_debug_shows_where_each_config_error_was_found(tmp_path: Path) -> None:
     bad = INVALID / "unknown_keys_in_node.yaml"
-    plain = devall("validate", str(bad))
-    debug = devall("--debug", "validate", str(bad))
+    plain = cli("validate", str(bad))
+    debug = cli("--debug", "validate", str(bad))
     assert plain.returncode == debug.returncode == 3
     assert "Traceback" not in plain.stderr and 'File "' not in plain.stderr
     assert 'File "' in debug.stderr and "check_keys" in debug.stderr
@@ -114,7 +120,7 @@ def test_debug_shows_where_each_config_error_was_found(tmp_path: Path) -> None:
 
 
 def test_an_unknown_key_in_a_node_or_tooling_entry_is_an_error_with_a_suggestion() -> None:
-    done = devall("validate", str(INVALID / "unknown_keys_in_node.yaml"))
+    done = cli("validate", str(INVALID / "unknown_keys_in_node.yaml"))
     assert done.returncode == 3
     assert "error: " in done.stderr
     for typo, meant in (
@@ -144,7 +150,7 @@ def test_keys_chatdev_accepts_in_a_node_stay_accepted(tmp_path: Path) -> None:
               config: {provider: scripted, name: s, script: [done]}
         """,
     )
-    done = devall("validate", str(flow))
+    done = cli("validate", str(flow))
     assert done.returncode == 0, done.stderr
 
 
@@ -152,7 +158,7 @@ def test_keys_chatdev_accepts_in_a_node_stay_accepted(tmp_path: Path) -> None:
 
 
 def test_run_ends_its_trace_with_the_run_files_line(tmp_path: Path) -> None:
-    done = devall("run", str(scripted(tmp_path)), "--task", "x", cwd=tmp_path)
+    done = cli("run", str(scripted(tmp_path)), "--task", "x", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     found = RUN_FILES.match(last_line(done.stderr))
     assert found, done.stderr
@@ -162,12 +168,12 @@ def test_run_ends_its_trace_with_the_run_files_line(tmp_path: Path) -> None:
 
 def test_tools_call_records_the_call_like_a_run(tmp_path: Path) -> None:
     flow = with_functions(tmp_path)
-    done = devall("tools", "call", str(flow), "greet", "--args", '{"name": "Ann"}', cwd=tmp_path)
+    done = cli("tools", "call", str(flow), "greet", "--args", '{"name": "Ann"}', cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "hello Ann\n"
     found = RUN_FILES.match(last_line(done.stderr))
     assert found and found.group(1).startswith("logs/tools-call-"), done.stderr
-    done = devall("tools", "call", str(flow), "greet", "--args", '{"name": "Bo"}', "--out", "rec")
+    done = cli("tools", "call", str(flow), "greet", "--args", '{"name": "Bo"}', "--out", "rec")
     assert done.returncode == 0, done.stderr
     assert last_line(done.stderr) == "run files: rec/"
 
@@ -175,9 +181,7 @@ def test_tools_call_records_the_call_like_a_run(tmp_path: Path) -> None:
 def test_tools_call_out_writes_events_and_result_and_json_paths_open_from_the_cwd(
     tmp_path: Path,
 ) -> None:
-    done = devall(
-        "tools", "call", str(DEMO), "sample_image", "--out", "rec", "--json", cwd=tmp_path
-    )
+    done = cli("tools", "call", str(DEMO), "sample_image", "--out", "rec", "--json", env=VENV_PATH)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "rec" / "events.jsonl").is_file()
     result = json.loads((tmp_path / "rec" / "result.json").read_text())
@@ -240,8 +244,9 @@ def test_no_color_and_NO_COLOR_turn_off_the_spinner_and_the_live_line(tmp_path: 
 
 def test_verbose_shows_a_tool_result_whole_wrapped_not_cut(tmp_path: Path) -> None:
     flow = with_functions(tmp_path, script=[{"tool_calls": [{"name": "long_word"}]}, "done"])
-    env = ENV | {"COLUMNS": "60"}
-    done = devall("run", str(flow), "--task", "x", "-v", "--out", "rec", env=env, cwd=tmp_path)
+    done = cli(
+        "run", str(flow), "--task", "x", "-v", "--out", "rec", env={"COLUMNS": "60"}, cwd=tmp_path
+    )
     assert done.returncode == 0, done.stderr
     panel = [line for line in done.stderr.splitlines() if line.startswith("│")]
     text = "".join(line.strip("│ ") for line in panel)
@@ -255,7 +260,7 @@ def test_verbose_shows_a_tool_result_whole_wrapped_not_cut(tmp_path: Path) -> No
 def test_an_unreachable_server_is_named_as_written_with_a_hint(tmp_path: Path) -> None:
     port = free_port()
     tooling = [{"type": "mcp_remote", "config": {"server": f"http://127.0.0.1:{port}/mcp"}}]
-    done = devall("run", str(scripted(tmp_path, tooling=tooling)), "--task", "x", cwd=tmp_path)
+    done = cli("run", str(scripted(tmp_path, tooling=tooling)), "--task", "x", cwd=tmp_path)
     assert done.returncode == 4
     assert f"✗ server '127.0.0.1:{port}' unreachable" in done.stderr
     assert f"hint: start the MCP server that should answer at http://127.0.0.1:{port}/mcp" in (
@@ -267,7 +272,7 @@ def test_an_unreachable_server_is_named_as_written_with_a_hint(tmp_path: Path) -
 def test_a_server_missing_a_module_says_activate_the_venv(tmp_path: Path) -> None:
     write(tmp_path / "server.py", "import no_such_module_for_devall\n")
     tooling = [{"type": "mcp_local", "config": {"command": sys.executable, "args": ["server.py"]}}]
-    done = devall("tools", "list", str(scripted(tmp_path, tooling=tooling)))
+    done = cli("tools", "list", str(scripted(tmp_path, tooling=tooling)))
     assert done.returncode == 4
     assert "server 'server' exited" in done.stderr  # the id is the script's name, quoted
     assert "hint: the server's Python has no module 'no_such_module_for_devall'" in done.stderr
@@ -288,7 +293,7 @@ def test_a_refused_api_key_says_set_api_key(tmp_path: Path, fake_llm: FakeLLM) -
               config: {{provider: openai, base_url: '{fake_llm.base_url}', api_key: k, name: m}}
         """,
     )
-    done = devall("run", str(flow), "--task", "x", cwd=tmp_path)
+    done = cli("run", str(flow), "--task", "x", cwd=tmp_path)
     assert done.returncode == 5, done.stderr
     assert "hint: the model endpoint refused the API key: set API_KEY" in done.stderr
 
@@ -338,25 +343,25 @@ def test_workflow_node_and_tool_names_complete(tmp_path: Path) -> None:
 
 
 def test_init_writes_a_starter_that_runs_offline(tmp_path: Path) -> None:
-    done = devall("init", "proj", cwd=tmp_path)
+    done = cli("init", "proj", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     for name in ("workflow.yaml", "mcp_server.py", ".env.example", "workflow.schema.json"):
         assert (tmp_path / "proj" / name).is_file(), name
     assert "API_KEY=" in (tmp_path / "proj" / ".env.example").read_text()
-    done = devall("run", "proj/workflow.yaml", "--task", "hi", cwd=tmp_path)
+    done = cli("run", "proj/workflow.yaml", "--task", "hi", env=VENV_PATH)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("Fortune cookie says: Your lucky number is ")
-    again = devall("init", "proj", cwd=tmp_path)
+    again = cli("init", "proj", cwd=tmp_path)
     assert again.returncode == 2
     assert "hint: choose another DIR, or pass --force" in again.stderr
 
 
 def test_schema_is_a_json_schema_that_editors_can_use(tmp_path: Path) -> None:
-    done = devall("schema")
+    done = cli("schema")
     assert done.returncode == 0, done.stderr
     schema = json.loads(done.stdout)
     jsonschema.Draft202012Validator.check_schema(schema)
-    assert devall("schema", "-o", str(tmp_path / "s.json")).returncode == 0
+    assert cli("schema", "-o", str(tmp_path / "s.json")).returncode == 0
     assert json.loads((tmp_path / "s.json").read_text()) == schema
     readme = (ROOT / "README.md").read_text()
     assert "# yaml-language-server: $schema=" in readme and "devall schema" in readme

@@ -15,7 +15,7 @@ import pytest
 from tests.conftest import REPO_ROOT
 from tests.helpers import events, invoke
 from tests.servers.fake_llm import FakeLLM
-from tests.servers.serve import FIXTURE_SERVER
+from tests.servers.serve import SERVERS_DIR
 
 EXAMPLES = REPO_ROOT / "workflows" / "examples"
 API_KEY = "sk-dynamic-5c1e9a7b3d"
@@ -156,6 +156,10 @@ def test_a_failing_unit_fails_the_node_and_the_run(tmp_path: Path, llm: FakeLLM)
 # --- units use their node's tools ---------------------------------------------------------------
 
 
+# The stdlib server's fixture tools: what is tested is how the units share their node's server.
+RAW = SERVERS_DIR / "raw_server.py"
+
+
 def test_every_unit_calls_the_tools_of_its_node_on_one_server(tmp_path: Path) -> None:
     wf = write(
         tmp_path,
@@ -176,8 +180,8 @@ def test_every_unit_calls_the_tools_of_its_node_on_one_server(tmp_path: Path) ->
                     prefix: fx
                     config:
                       command: "{sys.executable}"
-                      args: ["{FIXTURE_SERVER}"]
-                      wait_for_log: fixture server ready
+                      args: ["{RAW}", "--fixture"]
+                      wait_for_log: raw server ready
                 script:
                   - tool_calls: [{{name: fx_echo, arguments: {{text: colour}}}}]
                   - content: "{{input}} -> {{tool_result}}"

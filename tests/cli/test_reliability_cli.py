@@ -21,7 +21,7 @@ import pytest
 
 from tests.helpers import events, invoke
 from tests.servers.fake_llm import FakeLLM
-from tests.servers.serve import FIXTURE_SERVER, SERVERS_DIR, ServerProcess, free_port
+from tests.servers.serve import SERVERS_DIR, ServerProcess, free_port
 
 HOSTILE = SERVERS_DIR / "hostile_server.py"
 DIE_SERVER = SERVERS_DIR / "die_mid_call_server.py"
@@ -39,8 +39,12 @@ RAW = SERVERS_DIR / "raw_server.py"
 
 @pytest.fixture(scope="module")
 def remote() -> Iterator[ServerProcess]:
-    """One HTTP fixture server shared by the tests of this module (none depends on its state)."""
-    with ServerProcess(FIXTURE_SERVER) as server:
+    """One HTTP server shared by the tests of this module (none depends on its state).
+
+    The stdlib one, with the fixture tools: what is tested is devall's client under many calls,
+    and a FastMCP server would spend more CPU on them than devall does.
+    """
+    with ServerProcess(RAW, args=["--fixture"]) as server:
         yield server
 
 

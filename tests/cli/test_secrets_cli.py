@@ -21,7 +21,7 @@ from tests.cli.test_reliability_cli import (
     workflow,
     written_texts,
 )
-from tests.servers.serve import FIXTURE_SERVER, ServerProcess
+from tests.servers.serve import ServerProcess
 
 QUERY_SECRETS = {
     "apiToken": "qs-api-token-1111",
@@ -34,7 +34,8 @@ QUERY_SECRETS = {
 
 @pytest.fixture(scope="module")
 def remote() -> Iterator[ServerProcess]:
-    with ServerProcess(FIXTURE_SERVER) as server:
+    """The stdlib server over HTTP, with its fixture tools (echo, request_header)."""
+    with ServerProcess(RAW, args=["--fixture"]) as server:
         yield server
 
 

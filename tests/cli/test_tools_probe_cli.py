@@ -13,20 +13,20 @@ from xml.etree import ElementTree
 import pytest
 
 from tests.helpers import invoke
-from tests.servers.serve import FIXTURE_SERVER, SERVERS_DIR, ServerProcess, free_port, live_children
+from tests.servers.serve import SERVERS_DIR, ServerProcess, free_port, live_children
 
 NEVER_READY = SERVERS_DIR / "never_ready_server.py"
 
 
-@pytest.fixture(scope="module")
-def remote() -> Iterator[ServerProcess]:
-    """One HTTP server for the module: its tests only list and call its tools."""
-    with ServerProcess(FIXTURE_SERVER) as server:
-        yield server
-
-
 # The stdlib server with its fixture tools: what these tests probe and call is devall.
 RAW = SERVERS_DIR / "raw_server.py"
+
+
+@pytest.fixture(scope="module")
+def remote() -> Iterator[ServerProcess]:
+    """One HTTP server for the module (the stdlib one): its tests only list and call its tools."""
+    with ServerProcess(RAW, args=["--fixture"]) as server:
+        yield server
 
 
 def local_tooling(prefix: str, script: Path = RAW, extra: str = "") -> str:
@@ -200,7 +200,7 @@ def test_probe_adhoc_url_and_command(remote: ServerProcess) -> None:
     code, out, err = invoke("probe", "--url", remote.url, "--header", "x-test-token: abcdefgh")
     assert code == 0, err
     assert "ok" in out and "abcdefgh" not in out
-    cmd = f"{sys.executable} {FIXTURE_SERVER}"
+    cmd = f"{sys.executable} {RAW} --fixture"
     code, out, err = invoke("probe", "--command", cmd, "--wait-for-log", "ready", "--json")
     assert code == 0, err
     assert json.loads(out)["servers"][0]["status"] == "ok"

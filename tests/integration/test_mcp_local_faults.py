@@ -220,7 +220,7 @@ async def test_no_restart_allowed_fails_the_next_request(make_source: Factory) -
 
 async def test_concurrent_calls_in_flight_all_get_error_results(make_source: Factory) -> None:
     source = make_source(
-        server("fixture_server.py", wait_for_log="fixture server ready", max_concurrency=3)
+        server("raw_server.py", "--fixture", wait_for_log="raw server ready", max_concurrency=3)
     )
     await source.start()
     calls = [asyncio.create_task(source.call_tool("slow", {"seconds": 10})) for _ in range(3)]

@@ -1,8 +1,10 @@
 """Parallel pressure through the ToolManager: 20 concurrent calls per server, results matched.
 
-The fixture server's `track(seconds, tag)` counts how many of its calls run at once in the
-server process and answers `<tag> peak=<most at once so far>`, so the test sees both whether
-each result came back to its own call and how many calls the server really had in flight.
+The stdlib raw server's fixture `track(seconds, tag)`, over stdio and over HTTP, counts how many
+of its calls run at once in the server process and answers `<tag> peak=<most at once so far>`,
+so the test sees both whether each result came back to its own call and how many calls the
+server really had in flight. (What is tested is devall's client, not what the server is built
+on: the raw server costs a fraction of a FastMCP server's CPU.)
 """
 
 from __future__ import annotations
@@ -23,17 +25,18 @@ from devall_cli.tools.manager import ToolManager
 from devall_cli.tools.mcp_remote import REMOTE_MAX_CONCURRENCY
 from devall_cli.workflow.loader import load_workflow
 from tests.helpers import text_of
-from tests.servers.serve import FIXTURE_SERVER, ServerProcess, live_children
+from tests.servers.serve import SERVERS_DIR, ServerProcess, live_children
 
 CALLS = 20
 LOCAL_LIMIT = 4
 SLEEP = 0.25
+RAW = SERVERS_DIR / "raw_server.py"
 _PEAK = re.compile(r"^(?P<tag>\S+) peak=(?P<peak>\d+)$")
 
 
 @pytest.fixture
 def remote() -> Iterator[ServerProcess]:
-    with ServerProcess(FIXTURE_SERVER) as server:
+    with ServerProcess(RAW, args=["--fixture"]) as server:
         yield server
 
 
@@ -54,8 +57,8 @@ def workflow_file(tmp_path: Path, url: str) -> Path:
                 prefix: loc
                 config:
                   command: "{sys.executable}"
-                  args: ["{FIXTURE_SERVER}"]
-                  wait_for_log: fixture server ready
+                  args: ["{RAW}", "--fixture"]
+                  wait_for_log: raw server ready
                   max_concurrency: {LOCAL_LIMIT}
               - type: mcp_remote
                 prefix: web

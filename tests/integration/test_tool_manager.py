@@ -12,7 +12,17 @@ import pytest
 from devall_cli.errors import ConfigError
 from devall_cli.tools.manager import ToolManager, safe_tool_names
 from devall_cli.workflow.loader import load_workflow
-from tests.servers.serve import FIXTURE_SERVER, ServerProcess, live_children, pid_gone
+from tests.servers.serve import (
+    FIXTURE_SERVER,
+    SERVERS_DIR,
+    ServerProcess,
+    live_children,
+    pid_gone,
+)
+
+# The local server: the stdlib one with the fixture tools (echo, add). What is tested is how the
+# manager merges, names, caches and closes its sources, not what the server is built on.
+RAW = SERVERS_DIR / "raw_server.py"
 
 FUNCTIONS = '''
 def shout(text: str) -> str:
@@ -50,8 +60,8 @@ def write_workflow(tmp_path: Path, url: str, *, extra_tooling: str = "", ttl: fl
                 prefix: loc
                 config:
                   command: "{sys.executable}"
-                  args: ["{FIXTURE_SERVER}"]
-                  wait_for_log: fixture server ready
+                  args: ["{RAW}", "--fixture"]
+                  wait_for_log: raw server ready
               - type: function
                 config: {{tools: [{{name: shout}}]}}
 {textwrap.indent(extra_tooling, " " * 14)}
@@ -66,8 +76,8 @@ def write_workflow(tmp_path: Path, url: str, *, extra_tooling: str = "", ttl: fl
                 prefix: loc
                 config:
                   command: "{sys.executable}"
-                  args: ["{FIXTURE_SERVER}"]
-                  wait_for_log: fixture server ready
+                  args: ["{RAW}", "--fixture"]
+                  wait_for_log: raw server ready
       edges: [{{from: a, to: b}}]
     """
     path = tmp_path / "wf.yaml"

@@ -13,6 +13,12 @@
     --exit-on-list   exits (status 3) when asked for tools/list
     --silent-handshake  never answers initialize; logs on stderr each message it gets meanwhile
                       (a cancellation with the id it cancels)
+    --transport http    serves streamable HTTP instead (`--host`, `--port`, 0 for a free one):
+                     each request answered with one JSON body, on /mcp; the socket is bound before
+                     `raw server ready on port N` goes to stderr. Tools and fixture tools as
+                     below (no progress, nothing asked of the client), and with --fixture also
+                     `request_header {name}` (a header of the call's request, "" if none); the
+                     stdio-only flags are refused.
 
 Tools: `tool_<i>` (one a page) answer `called tool_<i>`; `shaped` declares an output schema
 {"n": integer} and returns structured content as asked: `{"mode": "none" | "wrong" | "right"}`.
@@ -127,6 +133,12 @@ FIXTURE_TOOLS = [
     {"name": "pid", "description": "The server's process id.", "inputSchema": _schema()},
     {"name": "die", "description": "Exit with status 7 mid-call.", "inputSchema": _schema()},
 ]
+# Over HTTP only: what the request of a call carried.
+REQUEST_HEADER = {
+    "name": "request_header",
+    "description": "A header of this request.",
+    "inputSchema": _schema(name="string"),
+}
 STRUCTURED = {"answer": 42, "items": ["a", "b"], "nested": {"ok": True}}
 
 
@@ -163,6 +175,11 @@ class Seen:
 
 def sleep_call(request_id: Any, params: dict[str, Any]) -> None:
     """Answer one `sleep`/`slow` call on its own thread, with progress when asked for."""
+    send({"jsonrpc": "2.0", "id": request_id, "result": sleep_result(params)})
+
+
+def sleep_result(params: dict[str, Any], *, progress: bool = True) -> dict[str, Any]:
+    """Sleep as a `sleep`/`slow`/`track` call asks (reporting progress if asked and allowed)."""
     arguments = params.get("arguments") or {}
     seconds = float(arguments.get("seconds", 0))
     tag = str(arguments.get("tag", ""))
@@ -172,7 +189,7 @@ def sleep_call(request_id: Any, params: dict[str, Any]) -> None:
         Seen.peak = max(Seen.peak, Seen.active)
         in_flight = Seen.active
     start = time.time()
-    if token is not None:
+    if token is not None and progress:
         for step in (1, 2):
             time.sleep(seconds / 2)
             params_out = {"progressToken": token, "progress": step, "total": 2}
@@ -187,7 +204,7 @@ def sleep_call(request_id: Any, params: dict[str, Any]) -> None:
         with Seen.lock, open(Seen.record, "a", encoding="utf-8") as out:
             out.write(json.dumps({**stamp, "peak": peak}) + "\n")
     said = f"{tag} peak={peak}" if params["name"] != "slow" else f"slept {arguments.get('seconds')}"
-    send({"jsonrpc": "2.0", "id": request_id, "result": text(said)})
+    return text(said)
 
 
 def fixture_result(name: str, arguments: dict[str, Any], handshakes: int) -> dict[str, Any] | None:
@@ -240,6 +257,101 @@ def ask(method: str) -> dict[str, Any]:
     return {}
 
 
+INITIALIZED = {
+    "protocolVersion": "2025-06-18",
+    "capabilities": {"tools": {}},
+    "serverInfo": {"name": "raw server", "version": "1"},
+}
+
+
+def list_result(params: dict[str, Any], pages: int, with_schema: bool, fixture: bool) -> Any:
+    """One page of tools/list."""
+    page = int(params.get("cursor") or 0)
+    tools = [tool(page, with_schema)]
+    if page == 0:
+        tools.append(SHAPED)
+        if fixture:
+            tools.extend(FIXTURE_TOOLS)
+    result: dict[str, Any] = {"tools": tools}
+    if page + 1 < pages:
+        result["nextCursor"] = str(page + 1)
+    return result
+
+
+def http_answer(
+    message: dict[str, Any], options: argparse.Namespace, headers: Any
+) -> dict[str, Any]:
+    """The answer to one request over HTTP (tools and fixture tools, nothing asked back)."""
+    method, params = message.get("method"), message.get("params") or {}
+    reply: dict[str, Any] = {"jsonrpc": "2.0", "id": message.get("id")}
+    name = params.get("name")
+    if method == "initialize":
+        with Seen.lock:
+            Seen.handshakes += 1
+        return {**reply, "result": INITIALIZED}
+    if method == "tools/list":
+        result = list_result(params, options.pages, True, options.fixture)
+        if options.fixture and not params.get("cursor"):
+            result["tools"].append(REQUEST_HEADER)
+        return {**reply, "result": result}
+    if method == "tools/call" and name == "request_header" and options.fixture:
+        wanted = str((params.get("arguments") or {}).get("name"))
+        return {**reply, "result": text(headers.get(wanted) or "")}
+    if method == "tools/call" and name in ("sleep", "track", "slow"):
+        return {**reply, "result": sleep_result(params, progress=False)}
+    if method == "tools/call" and name in {t["name"] for t in FIXTURE_TOOLS} and name != "die":
+        found = fixture_result(name, params.get("arguments") or {}, Seen.handshakes)
+        return {**reply, "result": found}
+    if method == "tools/call":
+        return {**reply, "result": call_result(name, params.get("arguments") or {}, None)}
+    if method == "ping":
+        return {**reply, "result": {}}
+    error = {"code": -32601, "message": f"Method not found: {method}"}
+    return {**reply, "error": error}
+
+
+def serve_http(options: argparse.Namespace) -> None:
+    """Streamable HTTP on /mcp: every POSTed request answered with one JSON body."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass  # quiet: a thousand calls would fill the log
+
+        def _reply(self, status: int, body: bytes = b"", **headers: str) -> None:
+            self.send_response(status)
+            for key, value in headers.items():
+                self.send_header(key.replace("_", "-"), value)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_POST(self) -> None:
+            if self.path.split("?")[0] != "/mcp":
+                return self._reply(404)
+            message = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+            if message.get("id") is None or message.get("method") is None:
+                return self._reply(202)  # notifications, and answers
+            body = json.dumps(http_answer(message, options, self.headers)).encode()
+            return self._reply(
+                200, body, Content_Type="application/json", Mcp_Session_Id="raw-session"
+            )
+
+        def do_GET(self) -> None:
+            self._reply(405, Allow="POST, DELETE")  # no stream of the server's own messages
+
+        def do_DELETE(self) -> None:
+            self._reply(200)
+
+    server = ThreadingHTTPServer((options.host, options.port), Handler)
+    server.daemon_threads = True
+    port = server.server_address[1]
+    print(f"raw server ready on port {port}", file=sys.stderr, flush=True)
+    server.serve_forever()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--pages", type=int, default=1)
@@ -253,9 +365,19 @@ def main() -> None:
     parser.add_argument("--string-progress-tokens", action="store_true")
     parser.add_argument("--exit-on-list", action="store_true")
     parser.add_argument("--silent-handshake", action="store_true")
+    parser.add_argument("--transport", choices=["stdio", "http"], default="stdio")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0)
     options = parser.parse_args()
     Seen.record = options.record
     STRING_IDS[0] = options.string_ids
+    if options.transport == "http":
+        stdio_only = ("modern_only", "no_schema", "asks", "cancel_asked", "string_ids")
+        stdio_only += ("string_progress_tokens", "exit_on_list", "silent_handshake")
+        if given := [name for name in stdio_only if getattr(options, name)]:
+            parser.error(f"over HTTP these are not served: {', '.join(given)}")
+        serve_http(options)
+        return
     print("raw server ready", file=sys.stderr, flush=True)
     asked_id = 1000
     while (message := receive()) is not None:
@@ -283,22 +405,9 @@ def main() -> None:
                 }
                 send({"jsonrpc": "2.0", "id": request_id, "error": error})
                 continue
-            result = {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {"tools": {}},
-                "serverInfo": {"name": "raw server", "version": "1"},
-            }
-            send({"jsonrpc": "2.0", "id": request_id, "result": result})
+            send({"jsonrpc": "2.0", "id": request_id, "result": INITIALIZED})
         elif method == "tools/list":
-            page = int(params.get("cursor") or 0)
-            tools = [tool(page, not options.no_schema)]
-            if page == 0:
-                tools.append(SHAPED)
-                if options.fixture:
-                    tools.extend(FIXTURE_TOOLS)
-            result = {"tools": tools}
-            if page + 1 < options.pages:
-                result["nextCursor"] = str(page + 1)
+            result = list_result(params, options.pages, not options.no_schema, options.fixture)
             send({"jsonrpc": "2.0", "id": request_id, "result": result})
         elif method == "tools/call" and params.get("name") in ("sleep", "track", "slow"):
             threading.Thread(target=sleep_call, args=(request_id, params), daemon=True).start()

@@ -152,7 +152,7 @@ async def test_a_worker_runs_tasks_from_the_shipped_folder_on_one_server(tmp_pat
         assert {"events.jsonl", "result.json"} <= names
         result = json.loads(dict(reply["files"])["result.json"])
         assert result["status"] == "ok"
-    assert [name for name, _ in logs] == ["fixture_server.log"]  # one server for both tasks
+    assert [name for name, _ in logs] == ["raw_server.log"]  # one server for both tasks
     assert not worker.scratch.exists()
 
 
