@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from devall_cli.config.file_probe import is_dir
+
 ROOT_ENV = "DEVALL_FUNCTIONS_DIR"
 ROOT_NAME = "functions"
 TOOLS = "function_calling"
@@ -48,7 +50,7 @@ class FunctionFolder:
     @property
     def exists(self) -> bool:
         """Whether at least one of the directories exists."""
-        return any(Path(d).is_dir() for d in self.directories)
+        return any(is_dir(Path(d)) for d in self.directories)
 
     def describe(self) -> str:
         """The folder as messages name it: the functions directory for tools, else the folder."""
@@ -77,7 +79,7 @@ class FunctionFolder:
         found: list[tuple[Path, str]] = []
         excluded = {Path(e) for e in self.excluded}
         for directory in (Path(d) for d in self.directories):
-            if directory.is_dir():
+            if is_dir(directory):
                 found.extend(_walk(directory, excluded, self.directories))
             if len(found) > MAX_MODULES:
                 raise FolderError(
@@ -121,7 +123,7 @@ def find_root(start: Path, environ: Mapping[str, str]) -> tuple[Path | None, str
     start = start.resolve()
     for folder in (start, *start.parents):
         candidate = folder / ROOT_NAME
-        if candidate.is_dir():
+        if is_dir(candidate):
             return candidate, "found beside the workflow or in a parent folder"
     return None, f"no {ROOT_NAME}/ folder beside the workflow or in a parent folder"
 

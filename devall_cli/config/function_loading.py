@@ -30,6 +30,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, cast
 
+from devall_cli.config.file_probe import is_dir, is_file
+
 
 class FunctionResolutionError(Exception):
     """A function reference could not be resolved; `index` points into the refs list."""
@@ -53,7 +55,7 @@ def chatdev_root(file: Path) -> Path | None:
     """The ChatDev checkout whose `functions/` folder holds `file`, else None."""
     for folder in file.resolve().parents:
         if folder.name == "functions" and all(
-            (folder.parent / package).is_dir() for package in CHATDEV_PACKAGES
+            is_dir(folder.parent / package) for package in CHATDEV_PACKAGES
         ):
             return folder.parent
     return None
@@ -82,7 +84,7 @@ class _HelperFinder(importlib.abc.MetaPathFinder):
                 return spec
         for folder in list(self.folders):
             for candidate in (folder / f"{fullname}.py", folder / fullname / "__init__.py"):
-                if candidate.is_file():
+                if is_file(candidate):
                     return importlib.util.spec_from_file_location(fullname, candidate)
         return None
 

@@ -14,6 +14,7 @@ import sys
 from functools import lru_cache
 from pathlib import Path
 
+from devall_cli.config.file_probe import is_dir, is_file
 from devall_cli.config.function_loading import chatdev_root, installed
 from devall_cli.config.module_source import ModuleSource
 
@@ -79,8 +80,8 @@ def _in_folder(folder: Path, name: str) -> bool:
     here = folder
     for number, part in enumerate(parts):
         last = number == len(parts) - 1
-        if (here / part).is_dir():
+        if is_dir(here / part):
             here = here / part
             continue
-        return last and (here / f"{part}.py").is_file()
+        return last and is_file(here / f"{part}.py")
     return True

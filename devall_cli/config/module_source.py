@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from devall_cli.config.file_probe import is_file
+
 MAX_MODULE_BYTES = 10 * 1024 * 1024  # as for workflow files; real function modules are small
 MAX_ALIAS_DEPTH = 20  # `A = B`, `B = C`, ... followed at most this far
 
@@ -87,7 +89,7 @@ class ModuleSource:
 
 def read_source(file: Path) -> str:
     """The module's text, decoded as Python decodes source (coding cookie, BOM)."""
-    if not file.is_file():
+    if not is_file(file):
         raise ModuleReadError(f"{file}: not a regular file")
     with file.open("rb") as handle:
         raw = handle.read(MAX_MODULE_BYTES + 1)

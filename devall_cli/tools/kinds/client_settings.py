@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from devall_cli.config.file_probe import is_dir
 from devall_cli.config.json_shapes import Schema, array_of, keys_object
 from devall_cli.config.placeholders import UNRESOLVED
 from devall_cli.config.schema import (
@@ -127,10 +128,8 @@ def _root(ck: Checker, item: Any, path: KeyPath) -> RootConfig | None:
     directory = _directory(ck, item.strip(), where)
     if directory is None:
         return None
-    if not directory.is_dir():
-        ck.warning(
-            where, f"root {directory} is not a directory; it is advertised once it exists"
-        )
+    if not is_dir(directory):
+        ck.warning(where, f"root {directory} is not a directory; it is advertised once it exists")
     return RootConfig(path=str(directory), name=name)
 
 

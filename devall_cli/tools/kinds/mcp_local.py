@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
+from devall_cli.config.file_probe import is_dir
 from devall_cli.config.model import EMPTY, frozen_mapping
 from devall_cli.config.schema import (
     Checker,
@@ -143,7 +144,7 @@ def _cwd(ck: Checker, config: dict[str, Any], path: KeyPath) -> str | None:
     if cwd is None or not cwd.strip():
         return None
     resolved = (ck.file_dir / os.path.expanduser(cwd.strip())).resolve()
-    if not resolved.is_dir():
+    if not is_dir(resolved):
         ck.warning((*path, "cwd"), f"cwd {resolved} is not a directory; the server will not start")
     return str(resolved)
 

@@ -306,6 +306,15 @@ def test_mcp_local_missing_cwd_is_a_warning(tmp_path: Path) -> None:
     assert "not a directory" in flow.warnings[0].message
 
 
+def test_an_mcp_local_cwd_too_long_to_look_up_is_the_same_warning(tmp_path: Path) -> None:
+    # A name longer than the file system allows makes Path.is_dir() raise (ENAMETOOLONG).
+    flow = load(
+        tmp_path,
+        agent_flow(f"tooling: [{{type: mcp_local, config: {{command: x, cwd: {'x' * 300}}}}}]"),
+    )
+    assert "not a directory" in flow.warnings[0].message
+
+
 @pytest.mark.parametrize(
     ("config", "path"),
     [
