@@ -82,6 +82,7 @@ class MemoryBank:
             file_stem=stem,
             redactor=self.context.redactor,
             embedder=lambda embedding: self._embedder(embedding, config.name),
+            environ=self.context.environ,
         )
         store = kind.build(config.config, store_context)
         self.stores[config.name] = store
@@ -120,10 +121,14 @@ class MemoryBank:
             store.save()
 
     async def aclose(self) -> None:
-        """Close the embeddings clients."""
+        """Close the embeddings clients and the stores that hold connections (mem0)."""
         for client in self._clients:
             await client.aclose()
         self._clients.clear()
+        for store in self.stores.values():
+            closing = getattr(store, "aclose", None)
+            if closing is not None:
+                await closing()
 
     # --- a node's visit ----------------------------------------------------------------------
 

@@ -165,6 +165,7 @@ class StoreContext:
     file_stem: str  # `memory_<name>` (prefixed for a subgraph's stores), for `auto` paths
     redactor: Redactor
     embedder: Callable[[EmbeddingConfig], Embedder]
+    environ: Mapping[str, str] | None = None  # None: the process environment
 
     def resolve(self, path: str | None) -> Path | None:
         """A configured memory_path: `auto` is a file in the run directory (or none)."""

@@ -21,6 +21,7 @@ import pytest
 from tests.conftest import REPO_ROOT
 from tests.helpers import events, invoke
 from tests.servers.fake_llm import FakeLLM
+from tests.servers.fake_mem0 import FakeMem0
 from tests.servers.serve import free_port
 
 KEY = "sk-features-5f1e9c3a7b"
@@ -243,18 +244,107 @@ def test_file_memory_indexes_once_and_the_second_run_uses_the_saved_index(
 # --- memory: failures and what is not supported ----------------------------------------------
 
 
-def test_mem0_is_a_config_error_naming_the_store(tmp_path: Path) -> None:
+# --- memory: mem0 (a local stand-in for Mem0's HTTP API) -------------------------------------
+
+MEM0_KEY = "m0-features-8d2b61"
+
+
+def on_mem0(mem0: FakeMem0) -> list[str]:
+    return ["--var", f"MEM0_API_KEY={MEM0_KEY}", "--var", f"MEM0_BASE_URL={mem0.base_url}"]
+
+
+def test_mem0_example_second_run_retrieves_what_the_first_sent(
+    examples: Path, tmp_path: Path
+) -> None:
+    path = examples / "memory_mem0.yaml"
+    with FakeMem0(MEM0_KEY) as mem0:
+        assert invoke("validate", str(path), *on_mem0(mem0))[0] == 0
+        code, _, err = run(path, "I keep three hives of bees", tmp_path / "run1", *on_mem0(mem0))
+        assert code == 0, err
+        code, out, err = run(path, "How many hives of bees?", tmp_path / "run2", *on_mem0(mem0))
+        assert code == 0, err
+        requests = [(r.path, r.body) for r in mem0.requests]
+    assert all(r.headers["authorization"] == f"Token {MEM0_KEY}" for r in mem0.requests)
+    search, add = requests[0], requests[1]
+    assert search == (
+        "/v3/memories/search/",
+        {
+            "query": "=== INPUT FROM TASK (user) ===\n\nI keep three hives of bees",
+            "top_k": 3,
+            "filters": {"OR": [{"user_id": "example-user"}, {"agent_id": "assistant"}]},
+        },
+    )
+    # The visit's input, without its section header, as one user message (ChatDev's payload).
+    assert add == (
+        "/v3/memories/add/",
+        {
+            "messages": [{"role": "user", "content": "I keep three hives of bees"}],
+            "infer": True,
+            "agent_id": "assistant",
+            "user_id": "example-user",
+        },
+    )
+    assert MEMORY_HEADER in out and "I keep three hives of bees" in out
+    (retrieved,) = events(tmp_path / "run2", "memory.retrieve")
+    assert retrieved["items"] == 1
+    (written,) = events(tmp_path / "run2", "memory.write")
+    assert (written["store"], written["added"], written["path"]) == ("mem0_store", 1, None)
+    assert not list(examples.glob("memory/*mem0*"))  # nothing of it is kept on this machine
+
+
+def test_mem0_from_the_environment_without_ids_scopes_by_the_node_and_sends_the_threshold(
+    tmp_path: Path,
+) -> None:
     path = tmp_path / "wf.yaml"
     path.write_text(
-        "graph:\n  start: [a]\n  memory:\n    - {name: cloud, type: mem0, config: {api_key: x}}\n"
+        "graph:\n  start: [a]\n  memory:\n"
+        "    - {name: cloud, type: mem0}\n"  # the key and the URL from the environment
+        "  nodes:\n    - id: a\n      type: agent\n      config:\n"
+        "        provider: scripted\n        role: scribe\n        script: [noted]\n"
+        "        memories: [{name: cloud, similarity_threshold: 0.5}]\n"
+    )
+    with FakeMem0(MEM0_KEY) as mem0:
+        code, _, err = invoke(
+            "run", str(path), "--task", "t", "--out", str(tmp_path / "run"),
+            env={"MEM0_API_KEY": MEM0_KEY, "MEM0_BASE_URL": mem0.base_url},
+        )
+        assert code == 0, err
+        bodies = [r.body for r in mem0.requests]
+    # Scoped by the node id (ChatDev: by the role prompt), the same for search and add.
+    assert bodies[0]["filters"] == {"agent_id": "a"} and bodies[0]["threshold"] == 0.5
+    assert bodies[1]["agent_id"] == "a" and "user_id" not in bodies[1]
+
+
+def test_mem0_refusing_the_key_stops_the_run_with_exit_5_and_a_hint(tmp_path: Path) -> None:
+    path = EXAMPLES / "memory_mem0.yaml"
+    with FakeMem0("another-key") as mem0:
+        code, out, err = run(path, "t", tmp_path / "run", *on_mem0(mem0))
+    assert code == 5 and out == ""
+    assert "memory store 'mem0_store' (mem0): Mem0 service http://127.0.0.1:" in err
+    assert "answered HTTP 401" in err and "Mem0 refused the API key" in err
+    assert MEM0_KEY not in err and "Traceback" not in err
+
+
+def test_mem0_unreachable_is_exit_4_and_no_key_is_exit_3(tmp_path: Path) -> None:
+    path = EXAMPLES / "memory_mem0.yaml"
+    url = f"http://127.0.0.1:{free_port()}"
+    code, _, err = run(
+        path, "t", tmp_path / "run1", "--var", f"MEM0_API_KEY={MEM0_KEY}",
+        "--var", f"MEM0_BASE_URL={url}",
+    )
+    assert code == 4, err
+    assert f"memory store 'mem0_store' (mem0): cannot reach Mem0 service {url}" in err
+    flow = tmp_path / "nokey.yaml"
+    flow.write_text(
+        "graph:\n  start: [a]\n  memory:\n    - {name: cloud, type: mem0, config: {}}\n"
         "  nodes:\n    - {id: a, type: passthrough}\n"
     )
-    code, out, err = invoke("run", str(path), "--task", "t")
-    assert code == 3 and out == ""
-    assert err.startswith("devall: error: ")
-    assert "memory store type 'mem0' (the hosted Mem0 service) is not supported" in err
-    code, out, _ = invoke("validate", str(path), "--json")
-    assert code == 3 and json.loads(out)["issues"][0]["path"] == "graph.memory[0].type"
+    code, out, err = invoke("run", str(flow), "--task", "t", env={"MEM0_API_KEY": ""})
+    assert (code, out) == (3, "")
+    assert err.startswith(
+        f"devall: error: {flow}:4:41: graph.memory[0].config: no Mem0 API key: set api_key here "
+        "or MEM0_API_KEY in the environment\n"
+    )
 
 
 def test_an_unreachable_embeddings_endpoint_is_exit_4(tmp_path: Path) -> None:
