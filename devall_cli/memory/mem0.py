@@ -32,7 +32,7 @@ from devall_cli.config.schema import (
     opt_str,
 )
 from devall_cli.config.yaml_source import KeyPath
-from devall_cli.errors import ConfigError, DevallError
+from devall_cli.errors import ConfigError, DevallConnectionError, DevallError
 from devall_cli.memory.base import (
     MEMORY_STORES,
     MemoryItem,
@@ -181,20 +181,22 @@ class Mem0Memory:
 
     async def _post(self, endpoint: Any, body: dict[str, Any]) -> Any:
         from devall_cli import json_limits
+        from devall_cli.providers.http_client import invalid_response
 
         try:
             content = await endpoint.post_json(body)
         except DevallError as exc:
-            raise self._reworded(exc) from exc
+            self._reword(exc)
+            raise
         try:
             return json_limits.loads(content)
         except ValueError as exc:
-            raise self._reworded(
-                DevallError(f"invalid response from {endpoint.display_url}: body is not JSON")
-            ) from exc
+            error = invalid_response(endpoint.display_url, f"body is not JSON ({exc})")
+            self._reword(error)
+            raise error from None
 
-    def _reworded(self, exc: DevallError) -> DevallError:
-        """The endpoint's error, said of this store, with a hint for Mem0 rather than a model."""
+    def _reword(self, exc: DevallError) -> None:
+        """Say the endpoint's error of this store, with a hint for Mem0 rather than a model."""
         exc.message = f"memory store '{self.name}' (mem0): " + exc.message.replace(
             "model endpoint", "Mem0 service"
         )
@@ -202,14 +204,13 @@ class Mem0Memory:
         status = getattr(exc, "status_code", 0)
         if status in (401, 403):
             exc.hint = f"Mem0 refused the API key: check config.api_key or {KEY_ENV}"
-        elif exc.exit_code == 4:
+        elif isinstance(exc, DevallConnectionError):
             exc.hint = (
                 f"check the store's base_url ({self._base_url}) or {BASE_URL_ENV}, and that the "
                 "Mem0 service is up"
             )
         else:
             exc.hint = ""
-        return exc
 
 
 def _entries(answer: Any) -> list[Mapping[str, Any]]:

@@ -334,6 +334,7 @@ def test_mem0_unreachable_is_exit_4_and_no_key_is_exit_3(tmp_path: Path) -> None
     )
     assert code == 4, err
     assert f"memory store 'mem0_store' (mem0): cannot reach Mem0 service {url}" in err
+    assert f"hint: check the store's base_url ({url}) or MEM0_BASE_URL" in err
     flow = tmp_path / "nokey.yaml"
     flow.write_text(
         "graph:\n  start: [a]\n  memory:\n    - {name: cloud, type: mem0, config: {}}\n"
