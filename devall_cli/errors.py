@@ -58,6 +58,7 @@ class ExitCode(IntEnum):
     CONFIG = 3
     CONNECTION = 4
     REMOTE = 5
+    REPLAY_MISMATCH = 6  # a replayed run asked for something its cassette does not hold
     INTERNAL = 70  # EX_SOFTWARE: a bug in devall (an unexpected exception), not a failed run
     INTERRUPTED = 130
     TERMINATED = 143
@@ -222,6 +223,13 @@ class LLMHTTPError(RemoteError):
     def __init__(self, message: str, *, status_code: int = 0) -> None:
         super().__init__(message)
         self.status_code = status_code
+
+
+class ReplayMismatchError(DevallError):
+    """A replayed run sent a request that differs from the recording (or one it never made)."""
+
+    exit_code = ExitCode.REPLAY_MISMATCH
+    status: str = "replay_mismatch"
 
 
 class InterruptedRunError(DevallError):

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from devall_cli.cassette import Tape
 from devall_cli.config.model import Workflow
 from devall_cli.engine.runner import ToolManagerLike
 from devall_cli.tools.attachments import AttachmentStore
@@ -97,6 +98,7 @@ class SharedSources:
             run_id: str,
             run_dir: Path | None,
             events: ToolEvents | None,
+            tape: Tape | None = None,
         ) -> ToolManagerLike:
             from devall_cli.tools.manager import ToolManager
 
@@ -108,6 +110,7 @@ class SharedSources:
                 store=TASK_STORE.get(),
                 make_source=self.make_source,
                 spawn_ahead=False,
+                tape=tape,
             )
             return manager
 

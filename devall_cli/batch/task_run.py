@@ -21,6 +21,7 @@ from devall_cli.batch.results import TaskOutcome
 from devall_cli.batch.shared_tools import TASK_STORE, SharedSources
 from devall_cli.batch.tasks import BatchTask
 from devall_cli.batch.workflows import WorkflowSet
+from devall_cli.cassette import Tape
 from devall_cli.config.model import Workflow
 from devall_cli.engine.graph import DEFAULT_MAX_STEPS
 from devall_cli.engine.runner import ProviderMaker, run_workflow
@@ -45,6 +46,7 @@ class TaskEnv:
     provider_factory: ProviderMaker | None = None
     environ: Mapping[str, str] | None = None
     answers: Answers | None = None  # replies of human nodes; each task uses them from the start
+    record_dir: Path | None = None  # a cassette per task, `<dir>/<task>.jsonl` (--record DIR)
 
 
 def warm_up(workflow: Workflow) -> None:
@@ -125,6 +127,8 @@ async def _run(
     session.subscribe(jsonl)
     session.subscribe(results)
     token = TASK_STORE.set(AttachmentStore(run_dir))
+    tape = _tape(task, session, env)
+    cassette_failure: str | None = None
     try:
         await run_workflow(
             session,
@@ -135,14 +139,44 @@ async def _run(
             interrupt_code=env.interrupt_code,
             max_steps=env.max_steps,
             extras=_extras(env),
+            tape=tape,
         )
     finally:
         TASK_STORE.reset(token)
         jsonl.close()
-    failures = [f for f in (jsonl.failure, results.failure) if f]
+        if tape is not None:  # also for a failed task: its recording shows how it failed
+            try:
+                tape.close()
+            except DevallError as exc:
+                cassette_failure = exc.message
+    failures = [f for f in (jsonl.failure, results.failure, cassette_failure) if f]
     if failures:
         raise RunFailedError(failures[0])
     return _ended(task, session, "ok", 0, started, relative)
+
+
+def _tape(task: BatchTask, session: RunSession, env: TaskEnv) -> Tape | None:
+    """The task's recording into `<record_dir>/<task>.jsonl`, when the batch records."""
+    if env.record_dir is None:
+        return None
+    import os
+
+    from devall_cli.cassette import open_recording
+    from devall_cli.workflow.placeholders_used import outside_values
+
+    workflows = env.workflows
+    values = outside_values(
+        workflows.path,
+        {**workflows.cli_vars, **task.vars},
+        workflows.env_file,
+        os.environ if env.environ is None else env.environ,
+    )
+    return open_recording(
+        env.record_dir / f"{task.dir_name}.jsonl",
+        session.redactor,
+        workflow=session.workflow.name,
+        placeholders=values,
+    )
 
 
 def _extras(env: TaskEnv) -> dict[str, Any] | None:

@@ -107,6 +107,15 @@ def batch_command(
         ),
     ] = None,
     json_output: JsonOption = False,
+    record: Annotated[
+        Path | None,
+        typer.Option(
+            "--record",
+            metavar="DIR",
+            help="Record each task's exchanges into DIR/<task-id>.jsonl, a cassette that "
+            "`devall run --replay` replays (local executor).",
+        ),
+    ] = None,
 ) -> None:
     """Run WORKFLOW once per task in TASKS, N tasks at a time.
 
@@ -121,6 +130,8 @@ def batch_command(
     from devall_cli.batch.workflows import WorkflowSet
     from devall_cli.run_files import new_run_id
 
+    if record is not None:
+        _check_record_dir(record, executor)
     options = ExecutorOptions(concurrency=concurrency, ray_address=ray_address)
     check_executor(executor, options)
     if task_format is not None and task_format not in FORMATS:
@@ -142,6 +153,7 @@ def batch_command(
         max_failures=max_failures,
         max_steps=max_steps,
         answers=replies,
+        record_dir=record,
         about={
             "workflow": str(workflow),
             "tasks_file": tasks,
@@ -169,7 +181,18 @@ class _Setup:
     max_failures: int | None
     max_steps: int
     answers: Answers | None
+    record_dir: Path | None
     about: dict[str, Any]
+
+
+def _check_record_dir(record: Path, executor: str) -> None:
+    """--record DIR: the local executor, and a folder (made when missing)."""
+    if executor != "local":
+        raise UsageError("--record works with the local executor only (--executor local)")
+    try:
+        record.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot record into {record}: {exc.strerror or exc}") from None
 
 
 def _human_replies(answers: Path | None, workflow: Workflow) -> Answers | None:
@@ -228,6 +251,7 @@ def _run_batch(setup: _Setup, json_output: bool) -> dict[str, Any]:
             max_steps=setup.max_steps,
             interrupt_code=signals.exit_code,
             answers=setup.answers,
+            record_dir=setup.record_dir,
         )
         executor = make_executor(setup.executor, env, setup.options)
         progress = BatchProgress(console, live=console.is_terminal and not color_disabled())

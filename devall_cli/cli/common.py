@@ -10,7 +10,7 @@ import re
 import signal
 import sys
 import traceback
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, ParamSpec, TypeVar
@@ -211,16 +211,26 @@ def _help_hint() -> str:
 
 
 def load(
-    workflow: Path, var: list[str] | None, env_file: Path | None, *, tools_only: bool = False
+    workflow: Path,
+    var: list[str] | None,
+    env_file: Path | None,
+    *,
+    tools_only: bool = False,
+    environ: Mapping[str, str] | None = None,
 ) -> Any:
     """Load and validate a workflow for a command (warnings go to stderr).
 
-    `tools_only`: for listings and probes, which need no model settings.
+    `tools_only`: for listings and probes, which need no model settings. `environ` stands in
+    for the process environment (a replay adds the placeholders its cassette recorded).
     """
     from devall_cli.workflow.loader import load_workflow
 
     loaded = load_workflow(
-        workflow, cli_vars=parse_vars(var), env_file=env_file, tools_only=tools_only
+        workflow,
+        cli_vars=parse_vars(var),
+        env_file=env_file,
+        tools_only=tools_only,
+        environ=environ,
     )
     STATE.mask = loaded.redactor.text
     console = stderr_console()

@@ -31,6 +31,7 @@ from devall_cli.errors import UsageError
 from devall_cli.text import clean_text
 
 if TYPE_CHECKING:
+    from devall_cli.cassette import Tape
     from devall_cli.cli.human_prompt import TerminalPrompt
     from devall_cli.config.model import Workflow
     from devall_cli.engine.session import RunSession
@@ -148,6 +149,33 @@ def run_command(
             "--report", help="Write RUN_DIR/report.html at the end (see devall report)."
         ),
     ] = False,
+    record: Annotated[
+        Path | None,
+        typer.Option(
+            "--record",
+            metavar="CASSETTE",
+            help="Record every model, MCP and human exchange of the run into this JSONL file "
+            "(secrets masked; see docs/cassettes.md).",
+        ),
+    ] = None,
+    replay: Annotated[
+        Path | None,
+        typer.Option(
+            "--replay",
+            metavar="CASSETTE",
+            help="Answer the run's requests from a recorded cassette: no network, no server, "
+            "no API key. A request the recording does not hold stops the run (exit 6).",
+        ),
+    ] = None,
+    replay_only: Annotated[
+        str | None,
+        typer.Option(
+            "--replay-only",
+            metavar="model|tools",
+            help="With --replay: replay only the model (real servers) or only the tools "
+            "(real model).",
+        ),
+    ] = None,
 ) -> None:
     """Run WORKFLOW: start its MCP servers, run the graph, print the final answer on stdout.
 
@@ -161,7 +189,9 @@ def run_command(
     if quiet and verbose:
         raise UsageError("give --quiet or --verbose, not both")
     task_text = read_task(task, task_file)
-    loaded = load(workflow, var, env_file)
+    check_tape_options(record, replay, replay_only)
+    loaded = load(workflow, var, env_file, environ=replay_environ(replay))
+    tape = open_tape(loaded, workflow, var, env_file, record, replay, replay_only)
     replies = load_replies(answers, loaded) if answers is not None else None
     run_id = new_run_id(loaded)
     run_dir = out if out is not None else Path("logs") / run_id
@@ -182,6 +212,67 @@ def run_command(
             max_steps=max_steps,
             replies=replies,
             report=report,
+            tape=tape,
+        )
+
+
+def check_tape_options(record: Path | None, replay: Path | None, only: str | None) -> None:
+    """--record and --replay exclude each other; --replay-only needs --replay."""
+    from devall_cli.cassette import ONLY_CHOICES
+
+    if record is not None and replay is not None:
+        raise UsageError("give --record or --replay, not both")
+    if only is not None and replay is None:
+        raise UsageError("--replay-only needs --replay CASSETTE")
+    if only is not None and only not in ONLY_CHOICES:
+        raise UsageError(f"--replay-only takes {' or '.join(ONLY_CHOICES)}, not '{only}'")
+
+
+def replay_environ(replay: Path | None) -> dict[str, str] | None:
+    """For a replay: the environment with the placeholders the recording took from outside."""
+    if replay is None:
+        return None
+    from devall_cli.cassette import replay_placeholders
+
+    return {**replay_placeholders(replay), **os.environ}
+
+
+def open_tape(
+    loaded: Workflow,
+    workflow: Path,
+    var: list[str] | None,
+    env_file: Path | None,
+    record: Path | None,
+    replay: Path | None,
+    only: str | None,
+) -> Tape | None:
+    """The run's tape: recording into `record`, replaying `replay`, or None."""
+    from devall_cli.cassette import open_recording, open_replay
+
+    if replay is not None:
+        tape = open_replay(replay, loaded.redactor, only=only)
+        tape.hint = (
+            f"if the change is intended, record the cassette again: devall run {workflow} "
+            f"--record {replay}"
+        )
+        return tape
+    if record is None:
+        return None
+    from devall_cli.cli.common import parse_vars
+    from devall_cli.workflow.placeholders_used import outside_values
+
+    values = outside_values(workflow, parse_vars(var), env_file, os.environ)
+    return open_recording(record, loaded.redactor, workflow=loaded.name, placeholders=values)
+
+
+def warn_unused(tape: Tape) -> None:
+    """After a replay that ended well: warn about recorded exchanges it never asked for."""
+    unused = tape.unused()
+    if unused:
+        print_line(
+            stderr_console(),
+            f"devall: warning: replay: {len(unused)} recorded exchange(s) of {tape.path} "
+            "were never asked for (the run did less than the recording)",
         )
 
 
@@ -245,6 +336,7 @@ def _run_in(
     max_steps: int,
     replies: Answers | None = None,
     report: bool = False,
+    tape: Tape | None = None,
 ) -> None:
     """Run with the trace on stderr and the records in `run_dir`; print the answer on stdout.
 
@@ -273,18 +365,24 @@ def _run_in(
                 interrupt_code=signals.exit_code,
                 max_steps=max_steps,
                 extras=extras,
+                tape=tape,
             ),
             signals,
         )
     finally:
         console.close()
         records.close()
+        if tape is not None and tape.records():
+            tape.close()
+            print_line(stderr_console(), f"cassette: {redactor.text(str(tape.path))}")
         if json_output and records.document is not None:
             write_json_text(json_text(records.document))
         if report:  # also for a failed or interrupted run: that is when it helps most
             report_failure = _write_report(session.run_dir)
         if mode != "quiet":
             print_run_files(session.run_dir)
+    if tape is not None and not tape.records():
+        warn_unused(tape)
     if not json_output:
         output = redactor.text(result.output)
         write_product(output + ("" if output.endswith("\n") else "\n"))

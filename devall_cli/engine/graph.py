@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from devall_cli.cassette import active_tape, exchange_scope
 from devall_cli.config.model import EdgeConfig, GraphConfig, NodeConfig
 from devall_cli.edges import CONDITION_TYPES, PROCESSOR_TYPES, EdgeEnv
 from devall_cli.edges.base import Condition, Processor
@@ -314,13 +315,25 @@ class GraphRun:
         """Run one visit of `node` on its queue, then deliver its outputs along its edges."""
         inputs = list(node.inputs)
         node.reset_triggers()
+        tape = active_tape()
+        expected = self.env.visits.get(node.path, 0) + 1
+        if tape is not None:  # before the layer's other nodes run: a replay waits for it
+            tape.visit_started(node.path, expected)
         # The nodes of a layer start together, each on its queue as the layer began (ChatDev
         # starts them in parallel threads): let the others take their inputs before this one
         # runs, or a node that answers at once would deliver into a queue read after it.
-        await asyncio.sleep(0)
-        self.env.take_step(node.path)
+        try:
+            await asyncio.sleep(0)
+            self.env.take_step(node.path)
+        except BaseException:
+            if tape is not None:
+                tape.visit_failed(node.path, expected)
+            raise
         node.visits += 1
         visit = self.env.next_visit(node.path)
+        if tape is not None and visit != expected:
+            tape.visit_failed(node.path, expected)
+            tape.visit_started(node.path, visit)
         self.env.emit(
             NodeStartedEvent(
                 run_id=self.env.run_id,
@@ -332,7 +345,11 @@ class GraphRun:
         started = time.monotonic()
         try:
             outputs = await self._produce(node, inputs, visit)
+            if tape is not None:  # a replay hands outputs on in the recorded order
+                await tape.visit_done(node.path, visit)
         except BaseException as exc:
+            if tape is not None:
+                tape.visit_failed(node.path, visit)
             error = "cancelled" if isinstance(exc, asyncio.CancelledError) else _message(exc)
             self._finished(node, visit, "failed", [], started, error)
             if isinstance(exc, DevallError | asyncio.CancelledError) or not isinstance(
@@ -372,7 +389,9 @@ class GraphRun:
         async def run_kind(this: NodeRun) -> list[Message]:
             # Serial node types (human, python) run one at a time, dynamic units included.
             async with self.env.serial_lock(node.kind):
-                return await node.kind.run(this)
+                # What the visit asks a model, a tool or a person is filed under it on a tape.
+                with exchange_scope(this.path, this.visit):
+                    return await node.kind.run(this)
 
         dynamic = [link for link in node.incoming if link.config.dynamic is not None]
         if dynamic:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from devall_cli.cassette import Tape, use_tape
 from devall_cli.config.model import Workflow
 from devall_cli.engine.graph import (
     DEFAULT_MAX_STEPS,
@@ -55,13 +57,18 @@ ProviderMaker = Callable[..., Provider]
 
 
 def default_tool_manager(
-    workflow: Workflow, *, run_id: str, run_dir: Path | None, events: ToolEvents | None
+    workflow: Workflow,
+    *,
+    run_id: str,
+    run_dir: Path | None,
+    events: ToolEvents | None,
+    tape: Tape | None = None,
 ) -> ToolManagerLike:
     """The real ToolManager (imported here: it brings the MCP client along)."""
     from devall_cli.tools.manager import ToolManager
 
     manager: ToolManagerLike = ToolManager(
-        workflow, run_id=run_id, run_dir=run_dir, events=events
+        workflow, run_id=run_id, run_dir=run_dir, events=events, tape=tape
     )
     return manager
 
@@ -76,10 +83,13 @@ async def run_workflow(
     interrupt_code: Callable[[], int] = lambda: ExitCode.INTERRUPTED,
     max_steps: int = DEFAULT_MAX_STEPS,
     extras: Mapping[str, Any] | None = None,
+    tape: Tape | None = None,
 ) -> RunResult:
     """Run the session's workflow on `task`; the result on success, a DevallError on failure.
 
     `extras` is what the command hands to nodes (`NodeRun.extras`: the human reply source).
+    `tape` records the run's exchanges with the world, or answers them from a cassette (the
+    caller closes it: a recording is written then).
 
     `run.finished` is emitted in every case (also on failure and Ctrl-C), so sinks such as the
     result.json writer see failed runs too; the ToolManager and the providers are always closed.
@@ -92,8 +102,12 @@ async def run_workflow(
     bus.emit(RunStartedEvent(run_id=run_id, workflow=workflow.name, task=task, graph=shape))
     make = _provider_maker(provider_factory, environ, workflow.redactor)
     memory = MemoryContext(run_id, session.run_dir, environ, workflow.redactor, bus.emit)
+    factory = tool_manager_factory
+    if tape is not None:
+        factory = functools.partial(tool_manager_factory, tape=tape)
     try:
-        outcome = await _run(session, task, tool_manager_factory, make, max_steps, extras, memory)
+        with use_tape(tape):
+            outcome = await _run(session, task, factory, make, max_steps, extras, memory)
     except (asyncio.CancelledError, KeyboardInterrupt):
         _finish(bus, run_id, started, "interrupted", "interrupted", interrupt_code())
         raise

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from devall_cli.cassette import Tape, active_tape
 from devall_cli.errors import RunFailedError
 
 HUMAN_INPUT = "human_input"  # the key of the reply source in NodeRun.extras
@@ -106,6 +107,48 @@ class ScriptedReplies:
 
 
 def human_input(extras: Mapping[str, Any]) -> HumanInput:
-    """The run's reply source; NoOperator when the command gave none."""
+    """The run's reply source; NoOperator when the command gave none.
+
+    On a tape, a replay answers from the cassette and a recording keeps every reply.
+    """
     source: HumanInput | None = extras.get(HUMAN_INPUT)
-    return source if source is not None else NoOperator()
+    found = source if source is not None else NoOperator()
+    tape = active_tape()
+    if tape is not None and tape.replays("human"):
+        return TapedReplies(tape)
+    if tape is not None and tape.records():
+        return RecordedReplies(found, tape)
+    return found
+
+
+def _asked(request: HumanRequest) -> dict[str, Any]:
+    return {"question": {"description": request.description, "inputs": request.inputs}}
+
+
+class TapedReplies:
+    """Replies served from a cassette: the one recorded for the same question of the visit."""
+
+    channel = "cassette"
+
+    def __init__(self, tape: Tape) -> None:
+        self._tape = tape
+
+    async def reply(self, request: HumanRequest) -> str:
+        """The recorded reply (ReplayMismatchError when the question differs)."""
+        entry = self._tape.take("human", "question to a person", _asked(request))
+        return str(entry.get("reply", ""))
+
+
+class RecordedReplies:
+    """Another reply source whose replies are kept on a cassette."""
+
+    def __init__(self, inner: HumanInput, tape: Tape) -> None:
+        self._inner = inner
+        self._tape = tape
+        self.channel = inner.channel
+
+    async def reply(self, request: HumanRequest) -> str:
+        """The inner source's reply, recorded."""
+        text = await self._inner.reply(request)
+        self._tape.record({"type": "human", **_asked(request), "reply": text})
+        return text

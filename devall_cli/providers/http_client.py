@@ -30,6 +30,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 
 from devall_cli import __version__, json_limits, limits
+from devall_cli.cassette import active_tape, error_entry, raise_recorded
 from devall_cli.errors import DevallError, LLMHTTPError, LLMUnreachableError
 from devall_cli.providers.base import dump_json
 from devall_cli.redaction import Redactor
@@ -133,8 +134,20 @@ class ModelEndpoint:
         """POST `body` as JSON; the body of the successful answer (raises a DevallError)."""
         # Text entering devall is cleaned where it enters; this is the last line of defence.
         payload = clean_text(dump_json(body)).encode("utf-8")
-        response = await self._post_with_retries(payload)
-        return response.content
+        tape = active_tape()
+        if tape is None:
+            return (await self._post_with_retries(payload)).content
+        request = {"endpoint": self.display_url, "request": json.loads(payload)}
+        if tape.replays("model"):
+            return _replayed(tape.take("model", "model request", request))
+        started = time.monotonic()
+        try:
+            content = (await self._post_with_retries(payload)).content
+        except DevallError as exc:
+            tape.record({"type": "model", **request, "error": error_entry(exc), "ms": _ms(started)})
+            raise
+        tape.record({"type": "model", **request, **_reply_entry(content), "ms": _ms(started)})
+        return content
 
     async def aclose(self) -> None:
         """Close the HTTP connections (idempotent)."""
@@ -220,6 +233,27 @@ class ModelEndpoint:
 
 
 # --- answers ------------------------------------------------------------------------------------
+
+
+def _reply_entry(content: bytes) -> dict[str, Any]:
+    """A reply as a cassette keeps it: its JSON when it is JSON, else its text."""
+    try:
+        return {"reply": json.loads(content)}
+    except ValueError:
+        return {"reply_text": content.decode("utf-8", "replace")}
+
+
+def _replayed(entry: Mapping[str, Any]) -> bytes:
+    """The recorded reply (or error) of a model request."""
+    if isinstance(entry.get("error"), Mapping):
+        raise_recorded(entry["error"])
+    if "reply" in entry:
+        return json.dumps(entry["reply"], ensure_ascii=False).encode("utf-8")
+    return str(entry.get("reply_text", "")).encode("utf-8")
+
+
+def _ms(started: float) -> float:
+    return round((time.monotonic() - started) * 1000, 3)
 
 
 def parse_json_object(content: bytes, display_url: str) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from devall_cli import limits
+from devall_cli.cassette import Tape
 from devall_cli.config.model import Workflow
 from devall_cli.errors import ConfigError, ConfigIssue, DevallError
 from devall_cli.node_paths import declared_path
@@ -103,9 +104,15 @@ class ToolManager:
         elicitor: Elicitor | None = None,
         stop_at_once: bool = False,
         direct_client: bool = False,
+        tape: Tape | None = None,
     ) -> None:
         self.workflow = workflow
         self._make_source = make_source  # a batch hands out the servers its tasks share
+        if tape is not None:  # recorded through the real sources, or replayed without them
+            from devall_cli.tools.taped import taped_maker
+
+            self._make_source = taped_maker(tape, make_source)
+            spawn_ahead = spawn_ahead and not tape.replays("tools")
         # Local servers are spawned before the MCP client stack is imported, unless the
         # sources come from elsewhere (a batch's shared servers): nothing to spawn then.
         self._spawn_ahead_on = spawn_ahead

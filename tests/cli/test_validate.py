@@ -77,6 +77,7 @@ def test_exit_codes_are_pinned() -> None:
         "CONFIG": 3,
         "CONNECTION": 4,
         "REMOTE": 5,
+        "REPLAY_MISMATCH": 6,
         "INTERNAL": 70,
         "INTERRUPTED": 130,
         "TERMINATED": 143,

@@ -1,0 +1,339 @@
+"""Tool sources on a tape: recording what a source answers, or answering from a cassette.
+
+`RecordingSource` wraps a real source: its start (`initialize`: protocol version and server
+name), every listing (`tools/list`) and every call (`tools/call`: name, arguments, the normalized
+result and what the server reported during the call — progress, elicitation and sampling with
+devall's answers) are recorded; binary results are kept once, by sha256. `ReplaySource` stands
+in for the source: it starts no process and opens no connection, serves the recorded listing,
+and answers each call with the result recorded for the same node visit, tool and arguments
+(saving recorded attachments into the run's attachments/ again).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, cast
+
+from devall_cli.cassette import Tape, error_entry, raise_recorded
+from devall_cli.errors import DevallError
+from devall_cli.tools.base import (
+    AttachmentBlock,
+    Block,
+    CallContext,
+    DataBlock,
+    ElicitationAnswer,
+    ElicitationRequest,
+    RawTool,
+    ResourceLinkBlock,
+    SamplingReply,
+    SamplingRequest,
+    ServerInfo,
+    TextBlock,
+    ToolEvents,
+    ToolResult,
+    ToolSource,
+)
+from devall_cli.tools.normalize import blocks_to_json
+from devall_cli.tools.plan import SourceContext, SourcePlan
+
+_BLOCKS: dict[str, type[Block]] = {
+    "text": TextBlock,
+    "attachment": AttachmentBlock,
+    "resource_link": ResourceLinkBlock,
+    "data": DataBlock,
+}
+# What a source reports during a call, kept with the call and told again on replay.
+_NOTES = (
+    "tool_progress",
+    "elicitation_requested",
+    "elicitation_answered",
+    "sampling_requested",
+    "sampling_answered",
+)
+
+
+def taped_maker(tape: Tape, make: Any) -> Any:
+    """A SourceMaker that records through `make`'s sources, or replays without them."""
+
+    def make_taped(plan: SourcePlan, ctx: SourceContext) -> ToolSource:
+        if tape.replays("tools"):
+            return ReplaySource(plan, ctx, tape)
+        if tape.records():
+            notes = _CallNotes(ctx.events)
+            inner = make(plan, dataclasses.replace(ctx, events=cast(ToolEvents, notes)))
+            return RecordingSource(inner, plan, ctx, tape, notes)
+        return cast(ToolSource, make(plan, ctx))
+
+    return make_taped
+
+
+class _CallNotes:
+    """The source's ToolEvents, keeping what is reported during each call (by call id)."""
+
+    def __init__(self, events: ToolEvents | None) -> None:
+        self._events = events
+        self.by_call: dict[str, list[dict[str, Any]]] = defaultdict(list)
+
+    def __getattr__(self, name: str) -> Any:
+        if self._events is None:
+            return lambda *args, **kwargs: None
+        forward = getattr(self._events, name)
+        if name not in _NOTES:
+            return forward
+
+        def noted(server_id: str, call: CallContext | None, *args: Any) -> None:
+            if call is not None and call.call_id:
+                self.by_call[call.call_id].append({"event": name, "args": _note_args(args)})
+            forward(server_id, call, *args)
+
+        return noted
+
+
+def _note_args(args: Sequence[Any]) -> list[Any]:
+    return [vars(a) if dataclasses.is_dataclass(a) else a for a in args]
+
+
+class RecordingSource:
+    """A real source whose start, listings and calls are kept on the tape."""
+
+    def __init__(
+        self, inner: ToolSource, plan: SourcePlan, ctx: SourceContext, tape: Tape, notes: _CallNotes
+    ) -> None:
+        self._inner = inner
+        self._plan = plan
+        self._ctx = ctx
+        self._tape = tape
+        self._notes = notes
+
+    @property
+    def id(self) -> str:
+        return self._inner.id
+
+    @property
+    def kind(self) -> str:
+        return self._inner.kind
+
+    @property
+    def target(self) -> str:
+        return self._inner.target
+
+    @property
+    def pid(self) -> int | None:
+        return getattr(self._inner, "pid", None)
+
+    async def start(self) -> ServerInfo:
+        started = time.monotonic()
+        entry: dict[str, Any] = {"type": "mcp", "server": self.id, "method": "initialize"}
+        try:
+            info = await self._inner.start()
+        except DevallError as exc:
+            self._tape.record({**entry, "error": error_entry(exc), "ms": _ms(started)})
+            raise
+        result = {"protocol_version": info.protocol_version, "server_name": info.server_name}
+        self._tape.record({**entry, "result": result, "ms": _ms(started)})
+        return info
+
+    async def list_tools(self) -> list[RawTool]:
+        started = time.monotonic()
+        entry: dict[str, Any] = {"type": "mcp", "server": self.id, "method": "tools/list"}
+        try:
+            tools = await self._inner.list_tools()
+        except DevallError as exc:
+            self._tape.record({**entry, "error": error_entry(exc), "ms": _ms(started)})
+            raise
+        listed = [{k: v for k, v in vars(t).items() if v is not None} for t in tools]
+        self._tape.record({**entry, "result": {"tools": listed}, "ms": _ms(started)})
+        return tools
+
+    async def call_tool(
+        self, name: str, arguments: Mapping[str, Any], *, context: CallContext | None = None
+    ) -> ToolResult:
+        started = time.monotonic()
+        params = {"name": name, "arguments": dict(arguments)}
+        entry: dict[str, Any] = {"type": "mcp", "server": self.id, "method": "tools/call"}
+        try:
+            result = await self._inner.call_tool(name, arguments, context=context)
+        except DevallError as exc:
+            self._tape.record(
+                {**entry, "params": params, "error": error_entry(exc), **self._notes_of(context)}
+            )
+            raise
+        kept = {
+            "is_error": result.is_error,
+            "error_class": result.error_class,
+            "duration_ms": result.duration_ms,
+            "meta": result.meta,
+            "blocks": [self._kept_block(block) for block in result.blocks],
+        }
+        self._tape.record(
+            {
+                **entry,
+                "params": params,
+                "result": {k: v for k, v in kept.items() if v is not None},
+                **self._notes_of(context),
+                "ms": _ms(started),
+            }
+        )
+        return result
+
+    def _notes_of(self, context: CallContext | None) -> dict[str, Any]:
+        if context is None or not context.call_id:
+            return {}
+        notes = self._notes.by_call.pop(context.call_id, [])
+        return {"notifications": notes} if notes else {}
+
+    def _kept_block(self, block: Block) -> dict[str, Any]:
+        (data,) = blocks_to_json([block])
+        if isinstance(block, AttachmentBlock) and self._ctx.run_dir is not None:
+            content = (Path(self._ctx.run_dir) / block.path).read_bytes()
+            data.pop("path", None)
+            data["sha256"] = self._tape.store_blob(content, block.mime_type)
+        return data
+
+    async def close(self) -> None:
+        await self._inner.close()
+
+
+class ReplaySource:
+    """A source answered from a cassette: no process, no connection."""
+
+    def __init__(self, plan: SourcePlan, ctx: SourceContext, tape: Tape) -> None:
+        self._plan = plan
+        self._ctx = ctx
+        self._tape = tape
+        self._store: Any = ctx.store
+
+    @property
+    def id(self) -> str:
+        return self._plan.id
+
+    @property
+    def kind(self) -> str:
+        return self._plan.kind
+
+    @property
+    def target(self) -> str:
+        return self._plan.target
+
+    async def start(self) -> ServerInfo:
+        entry = self._tape.take_server(self.id, "initialize")
+        if isinstance(entry.get("error"), Mapping):
+            raise_recorded(entry["error"])
+        result = entry.get("result") or {}
+        return ServerInfo(
+            protocol_version=result.get("protocol_version"),
+            server_name=result.get("server_name"),
+        )
+
+    async def list_tools(self) -> list[RawTool]:
+        entry = self._tape.take_server(self.id, "tools/list")
+        if isinstance(entry.get("error"), Mapping):
+            raise_recorded(entry["error"])
+        listed = (entry.get("result") or {}).get("tools") or []
+        names = {f.name for f in dataclasses.fields(RawTool)}
+        return [RawTool(**{k: v for k, v in item.items() if k in names}) for item in listed]
+
+    async def call_tool(
+        self, name: str, arguments: Mapping[str, Any], *, context: CallContext | None = None
+    ) -> ToolResult:
+        params = {"name": name, "arguments": dict(arguments)}
+        entry = self._tape.take(
+            "mcp",
+            f"call of tool '{name}' on server '{self.id}'",
+            {"params": params},
+            server=self.id,
+            method="tools/call",
+        )
+        self._tell(entry.get("notifications") or [], context)
+        if isinstance(entry.get("error"), Mapping):
+            raise_recorded(entry["error"])
+        result = entry.get("result") or {}
+        blocks = tuple(self._block(item, name) for item in result.get("blocks") or [])
+        return ToolResult(
+            blocks=blocks,
+            is_error=bool(result.get("is_error")),
+            error_class=result.get("error_class"),
+            duration_ms=float(result.get("duration_ms") or 0.0),
+            meta=result.get("meta"),
+        )
+
+    def _block(self, item: Mapping[str, Any], tool: str) -> Block:
+        kind = str(item.get("type", "text"))
+        cls = _BLOCKS.get(kind, TextBlock)
+        names = {f.name for f in dataclasses.fields(cls)} - {"type"}
+        fields = {k: v for k, v in item.items() if k in names}
+        if cls is ResourceLinkBlock and fields.get("icons") is not None:
+            fields["icons"] = tuple(fields["icons"])
+        if cls is not AttachmentBlock:
+            block: Block = cls(**fields)
+            return block
+        data = self._tape.blob(str(item.get("sha256", "")))
+        saved: AttachmentBlock = self._attachments().save(
+            data,
+            tool_name=str(fields.get("tool_name") or tool),
+            kind=str(fields.get("kind", "file")),
+            mime_type=str(fields.get("mime_type", "application/octet-stream")),
+            uri=fields.get("uri"),
+            source=str(fields.get("source", "mcp_tool")),
+        )
+        return dataclasses.replace(
+            saved,
+            annotations=fields.get("annotations"),
+            meta=fields.get("meta"),
+            resource_meta=fields.get("resource_meta"),
+        )
+
+    def _attachments(self) -> Any:
+        if self._store is None:
+            from devall_cli.tools.attachments import AttachmentStore
+
+            self._store = AttachmentStore(Path(self._ctx.run_dir or "."))
+        return self._store
+
+    def _tell(self, notes: Sequence[Mapping[str, Any]], context: CallContext | None) -> None:
+        """Report again what the server reported during the recorded call."""
+        events = self._ctx.events
+        if events is None:
+            return
+        for note in notes:
+            name, args = str(note.get("event", "")), list(note.get("args") or [])
+            if name not in _NOTES:
+                continue
+            call = context or CallContext()
+            if name == "tool_progress" and len(args) == 3:
+                events.tool_progress(self.id, call, *args)
+            elif name == "elicitation_requested" and len(args) == 2:
+                events.elicitation_requested(self.id, call, _elicitation(args[0]), args[1])
+            elif name == "elicitation_answered" and len(args) == 2:
+                answer = ElicitationAnswer(**args[0])
+                events.elicitation_answered(self.id, call, answer, args[1])
+            elif name == "sampling_requested" and len(args) == 1:
+                events.sampling_requested(self.id, call, _sampling(args[0]))
+            elif name == "sampling_answered" and len(args) == 4:
+                reply = SamplingReply(**args[1]) if isinstance(args[1], Mapping) else None
+                events.sampling_answered(self.id, call, args[0], reply, args[2], args[3])
+
+    async def close(self) -> None:
+        return None
+
+
+def _elicitation(data: Mapping[str, Any]) -> ElicitationRequest:
+    names = {f.name for f in dataclasses.fields(ElicitationRequest)}
+    return ElicitationRequest(**{k: v for k, v in data.items() if k in names})
+
+
+def _sampling(data: Mapping[str, Any]) -> SamplingRequest:
+    names = {f.name for f in dataclasses.fields(SamplingRequest)}
+    fields = {k: v for k, v in data.items() if k in names}
+    for key in ("messages", "stop_sequences", "model_hints"):
+        if key in fields:
+            fields[key] = tuple(fields[key])
+    return SamplingRequest(**fields)
+
+
+def _ms(started: float) -> float:
+    return round((time.monotonic() - started) * 1000, 3)
