@@ -102,6 +102,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "messages",
                 "node_paths",
                 "run_files",
+                "cassette",
             }
         ),
     ),
@@ -113,7 +114,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ),
     ("engine", frozenset({"engine"})),
     ("workflow assembler", frozenset({"workflow"})),
-    ("use-cases", frozenset({"batch", "tool_run"})),
+    ("use-cases", frozenset({"batch", "tool_run", "testing"})),
     ("command line", frozenset({"cli", "__main__"})),
 )
 
