@@ -57,7 +57,8 @@ Mode = Literal["record", "replay"]
 Channel = Literal["model", "tools", "human"]
 ONLY_CHOICES = ("model", "tools")
 ENTRY_TYPES = ("model", "mcp", "human", "blob")
-SERVER_METHODS = ("initialize", "tools/list")  # exchanges of a server, not of a node visit
+# Exchanges of a server, not of a node visit (roots/list: the roots devall answered with).
+SERVER_METHODS = ("initialize", "tools/list", "roots/list")
 
 
 @dataclass
@@ -238,6 +239,14 @@ class Tape:
             details=[f"servers recorded: {', '.join(recorded) or 'none'}"],
             hint=self.hint,
         )
+
+    def server_entry(self, server: str, method: str) -> dict[str, Any] | None:
+        """The recorded `method` exchange of `server`, if any (not used up)."""
+        for entry in self._entries:
+            data = entry.data
+            if data.get("server") == server and data.get("method") == method:
+                return data
+        return None
 
     def take(self, kind: str, what: str, asked: Mapping[str, Any], **match: Any) -> dict[str, Any]:
         """The exchange of the running node visit whose request equals `asked`.

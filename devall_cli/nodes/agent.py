@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
+from devall_cli.cassette import exchange_scope
 from devall_cli.config.json_shapes import Schema, array_of, ref
 from devall_cli.config.model import frozen_mapping
 from devall_cli.config.placeholders import UNRESOLVED
@@ -252,7 +253,9 @@ async def run_agent(run: NodeRun) -> list[Message]:
         other: Provider, stage: str, request: Sequence[Mapping[str, Any]]
     ) -> AssistantMessage:
         # A server's sampling request: traced like a thinking stage's call, on its own provider.
-        return await _ask_model(run.path, 1, request, [], other, run, stage=stage)
+        # It comes in on the server's session, outside this visit: a tape files it under it.
+        with exchange_scope(run.path, run.visit):
+            return await _ask_model(run.path, 1, request, [], other, run, stage=stage)
 
     sampler = NodeSampler(config, lambda cfg: run.make_provider(cfg, run.state), ask_with)
 

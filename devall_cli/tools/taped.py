@@ -1,12 +1,13 @@
 """Tool sources on a tape: recording what a source answers, or answering from a cassette.
 
-`RecordingSource` wraps a real source: its start (`initialize`: protocol version and server
-name), every listing (`tools/list`) and every call (`tools/call`: name, arguments, the normalized
-result and what the server reported during the call — progress, elicitation and sampling with
-devall's answers) are recorded; binary results are kept once, by sha256. `ReplaySource` stands
-in for the source: it starts no process and opens no connection, serves the recorded listing,
-and answers each call with the result recorded for the same node visit, tool and arguments
-(saving recorded attachments into the run's attachments/ again).
+`RecordingSource` wraps a real source and records its start (`initialize`: protocol version
+and server name), every listing (`tools/list`), every call (`tools/call`: name, arguments, the
+normalized result and what the server reported during the call — progress, elicitation and
+sampling with devall's answers) and the roots devall answered it with (`roots/list`); binary
+results are kept once, by sha256. `ReplaySource` stands in for the source: it starts no process
+and opens no connection, serves the recorded listing, and answers each call with the result
+recorded for the same node visit, tool and arguments (saving recorded attachments into the
+run's attachments/ again, and asking the node's model again what a server's sampling asked).
 """
 
 from __future__ import annotations
@@ -77,6 +78,12 @@ class _CallNotes:
     def __init__(self, events: ToolEvents | None) -> None:
         self._events = events
         self.by_call: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        self.roots: list[dict[str, Any]] = []  # the roots answered to the server, in order
+
+    def roots_sent(self, server_id: str, roots: Sequence[str], reason: str) -> None:
+        self.roots.append({"roots": list(roots), "reason": reason})
+        if self._events is not None:
+            self._events.roots_sent(server_id, roots, reason)
 
     def __getattr__(self, name: str) -> Any:
         if self._events is None:
@@ -196,6 +203,11 @@ class RecordingSource:
 
     async def close(self) -> None:
         await self._inner.close()
+        if self._notes.roots:
+            answers = {"answers": self._notes.roots}
+            self._tape.record({"type": "mcp", "server": self.id, "method": "roots/list",
+                               "result": answers})  # fmt: skip
+            self._notes.roots = []
 
 
 class ReplaySource:
@@ -224,6 +236,11 @@ class ReplaySource:
         if isinstance(entry.get("error"), Mapping):
             raise_recorded(entry["error"])
         result = entry.get("result") or {}
+        roots = self._tape.server_entry(self.id, "roots/list")
+        if roots is not None and self._ctx.events is not None:
+            for answer in (roots.get("result") or {}).get("answers") or []:
+                listed = [str(root) for root in answer.get("roots") or []]
+                self._ctx.events.roots_sent(self.id, listed, str(answer.get("reason", "listed")))
         return ServerInfo(
             protocol_version=result.get("protocol_version"),
             server_name=result.get("server_name"),
@@ -248,7 +265,7 @@ class ReplaySource:
             server=self.id,
             method="tools/call",
         )
-        self._tell(entry.get("notifications") or [], context)
+        await self._tell(entry.get("notifications") or [], context)
         if isinstance(entry.get("error"), Mapping):
             raise_recorded(entry["error"])
         result = entry.get("result") or {}
@@ -294,16 +311,25 @@ class ReplaySource:
             self._store = AttachmentStore(Path(self._ctx.run_dir or "."))
         return self._store
 
-    def _tell(self, notes: Sequence[Mapping[str, Any]], context: CallContext | None) -> None:
-        """Report again what the server reported during the recorded call."""
+    async def _tell(self, notes: Sequence[Mapping[str, Any]], context: CallContext | None) -> None:
+        """Report again what the server reported during the recorded call.
+
+        A sampling request the node's model answered is asked of it again (served from the
+        cassette like any model request): the model's turns, and a scripted model's place in
+        its script, stay those of the recording.
+        """
         events = self._ctx.events
-        if events is None:
-            return
-        for note in notes:
+        for number, note in enumerate(notes):
             name, args = str(note.get("event", "")), list(note.get("args") or [])
-            if name not in _NOTES:
-                continue
             call = context or CallContext()
+            if name == "sampling_requested" and len(args) == 1:
+                if events is not None:
+                    events.sampling_requested(self.id, call, _sampling(args[0]))
+                if _answered_ok(notes[number + 1 :]) and call.sampler is not None:
+                    await call.sampler.sample(_sampling(args[0]))
+                continue
+            if events is None or name not in _NOTES:
+                continue
             if name == "tool_progress" and len(args) == 3:
                 events.tool_progress(self.id, call, *args)
             elif name == "elicitation_requested" and len(args) == 2:
@@ -311,14 +337,21 @@ class ReplaySource:
             elif name == "elicitation_answered" and len(args) == 2:
                 answer = ElicitationAnswer(**args[0])
                 events.elicitation_answered(self.id, call, answer, args[1])
-            elif name == "sampling_requested" and len(args) == 1:
-                events.sampling_requested(self.id, call, _sampling(args[0]))
             elif name == "sampling_answered" and len(args) == 4:
                 reply = SamplingReply(**args[1]) if isinstance(args[1], Mapping) else None
                 events.sampling_answered(self.id, call, args[0], reply, args[2], args[3])
 
     async def close(self) -> None:
         return None
+
+
+def _answered_ok(later: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether the next sampling answer among `later` notes was the model's reply."""
+    for note in later:
+        if note.get("event") == "sampling_answered":
+            args = list(note.get("args") or [])
+            return bool(args) and args[0] == "ok"
+    return False
 
 
 def _elicitation(data: Mapping[str, Any]) -> ElicitationRequest:

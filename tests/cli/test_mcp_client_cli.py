@@ -22,7 +22,8 @@ def test_the_example_answers_its_server_and_records_every_exchange() -> None:
     code, _, err = invoke("validate", str(EXAMPLE), "--var", PYTHON)
     assert code == 0, err
     code, out, err = invoke(
-        "run", str(EXAMPLE), "--task", "release notes", "--out", "run", "--var", PYTHON
+        "run", str(EXAMPLE), "--task", "release notes", "--out", "run", "--var", PYTHON,
+        "--record", "features.jsonl",
     )
     assert code == 0, err
     folder = (EXAMPLE.parent / "mcp_client").as_uri()
@@ -63,6 +64,28 @@ def test_the_example_answers_its_server_and_records_every_exchange() -> None:
     assert kinds.index("sampling.requested") < kinds.index("sampling.answered")
     result = json.loads((Path("run") / "result.json").read_text())
     assert result["status"] == "ok"
+    # Replayed, the server's requests and reports during each call come back as they were.
+    code, replayed, err = invoke(
+        "run", str(EXAMPLE), "--task", "release notes", "--out", "rep", "--replay",
+        "features.jsonl",
+    )
+    assert code == 0, err
+    assert replayed == out
+    told = ("sampling.", "elicitation.", "tool.progress", "server.roots")
+
+    def reports(run: str) -> dict[str, list[str]]:
+        # By kind: the three calls of one turn run at once, so kinds interleave freely.
+        found: dict[str, list[str]] = {}
+        for e in events(Path(run)):
+            if e["kind"].startswith(told):
+                kept = {k: v for k, v in e.items() if k not in ("ts", "run_id", "duration_ms")}
+                found.setdefault(e["kind"], []).append(json.dumps(kept, sort_keys=True))
+        return found
+
+    assert reports("rep") == reports("run")
+    assert len(reports("rep")) == 6
+    sampled = [e for e in events(Path("rep")) if e["kind"] == "model.request"]
+    assert [e["stage"] for e in sampled].count("sampling") == 1  # the model asked again
 
 
 def features_workflow(folder: Path, **client: Any) -> Path:

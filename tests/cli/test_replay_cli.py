@@ -173,13 +173,26 @@ def test_a_recorded_run_replays_offline_and_a_changed_prompt_is_caught(
 def test_tool_results_and_human_answers_replay_without_a_process(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    tooling = [{"type": "mcp_local", "config": {"command": sys.executable,
-                                                "args": [str(RAW), "--fixture"]}}]
+    marker = tmp_path / "bumped.txt"
+    (tmp_path / "functions").mkdir()
+    (tmp_path / "functions" / "bumps.py").write_text(
+        f"def bump(n: int) -> str:\n"
+        f"    \"\"\"Count a call.\"\"\"\n"
+        f"    with open({str(marker)!r}, 'a') as f:\n"
+        f"        f.write('x')\n"
+        f"    return str(n + 1)\n"
+    )
+    tooling = [
+        {"type": "mcp_local", "config": {"command": sys.executable,
+                                         "args": [str(RAW), "--fixture"]}},
+        {"type": "function", "config": {"tools": [{"name": "bump"}]}},
+    ]
     nodes = [
         {"id": "ask", "type": "human", "config": {"description": "How many?"}},
         {"id": "calc", "type": "agent", "config": {
             "provider": "scripted", "tooling": tooling,
             "script": [{"tool_calls": [{"name": "image", "arguments": {}}]},
+                       {"tool_calls": [{"name": "bump", "arguments": {"n": 6}}]},
                        {"tool_calls": [{"name": "add", "arguments": {"a": 1, "b": 41}}]},
                        {"content": "{tool_result} after {input}"}]}},
     ]
@@ -201,6 +214,9 @@ def test_tool_results_and_human_answers_replay_without_a_process(
     assert replayed.stdout == recorded.stdout
     assert "42" in replayed.stdout and "seven" in replayed.stdout
     assert attempts == []
+    assert marker.read_text() == "x"  # the function tool ran when recorded, not when replayed
+    bumped = [e for e in events(Path("rep"), "tool.result") if e["tool"] == "bump"]
+    assert [b["text"] for b in bumped[0]["blocks"]] == ["7"]
     saved = result(Path("rep"))["attachments"]
     assert [a["sha256"] for a in saved] == [a["sha256"] for a in result(Path("rec"))["attachments"]]
     assert (Path("rep") / saved[0]["path"]).read_bytes() == (

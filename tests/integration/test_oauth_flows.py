@@ -313,6 +313,31 @@ def test_a_token_a_server_sends_back_is_masked(
     assert access not in out + err
 
 
+def test_a_recorded_run_keeps_no_token_in_its_cassette(
+    serve: Any, tmp_path: Path, _oauth_env: Path
+) -> None:
+    """The tool answers with the caller's bearer token: the cassette holds it masked."""
+    server = serve()
+    config = {"server": server.url, "timeout": 10, "auth": {"type": "oauth"}}
+    agent = {
+        "provider": "scripted",
+        "script": [{"tool_calls": [{"name": "leak", "arguments": {}}]}, "{tool_result}"],
+        "tooling": [{"type": "mcp_remote", "config": config}],
+    }
+    path = tmp_path / "leak.yaml"
+    path.write_text(json.dumps({"graph": {"id": "leak", "start": ["a"], "nodes": [
+        {"id": "a", "type": "agent", "config": agent}]}}))  # fmt: skip
+    cassette = tmp_path / "leak.jsonl"
+    code, out, err = invoke("run", str(path), "--out", str(tmp_path / "run"),
+                            "--record", str(cassette))  # fmt: skip
+    assert code == 0, err
+    assert out == "your token: Bearer ***\n"
+    tokens = tokens_in(_oauth_env)
+    text = cassette.read_text()
+    assert tokens and not any(token in text for token in tokens)
+    assert "your token: Bearer ***" in text
+
+
 def test_login_list_and_logout(serve: Any, tmp_path: Path, _oauth_env: Path) -> None:
     server = serve("--scopes", "tools")
     path = workflow(tmp_path, server.url)
