@@ -374,7 +374,8 @@ def _run_in(
         records.close()
         if tape is not None and tape.records():
             tape.close()
-            print_line(stderr_console(), f"cassette: {redactor.text(str(tape.path))}")
+            if mode != "quiet":
+                print_line(stderr_console(), f"cassette: {redactor.text(str(tape.path))}")
         if json_output and records.document is not None:
             write_json_text(json_text(records.document))
         if report:  # also for a failed or interrupted run: that is when it helps most
