@@ -192,6 +192,8 @@ def run_command(
     check_tape_options(record, replay, replay_only)
     loaded = load(workflow, var, env_file, environ=replay_environ(replay))
     tape = open_tape(loaded, workflow, var, env_file, record, replay, replay_only)
+    if tape is not None and replay is not None:
+        tape.hint = rerecord_hint(workflow, task_text, task_file, replay)
     replies = load_replies(answers, loaded) if answers is not None else None
     run_id = new_run_id(loaded)
     run_dir = out if out is not None else Path("logs") / run_id
@@ -250,12 +252,7 @@ def open_tape(
     from devall_cli.cassette import open_recording, open_replay
 
     if replay is not None:
-        tape = open_replay(replay, loaded.redactor, only=only)
-        tape.hint = (
-            f"if the change is intended, record the cassette again: devall run {workflow} "
-            f"--record {replay}"
-        )
-        return tape
+        return open_replay(replay, loaded.redactor, only=only)
     if record is None:
         return None
     from devall_cli.cli.common import parse_vars
@@ -263,6 +260,21 @@ def open_tape(
 
     values = outside_values(workflow, parse_vars(var), env_file, os.environ)
     return open_recording(record, loaded.redactor, workflow=loaded.name, placeholders=values)
+
+
+def rerecord_hint(workflow: Path, task: str, task_file: str | None, cassette: Path) -> str:
+    """How to record the cassette again, as a command to copy (the task quoted when short)."""
+    import shlex
+
+    if task_file is not None:
+        given = f"--task-file {shlex.quote(task_file)}"
+    elif len(task) <= 200 and "\n" not in task:
+        given = f"--task {shlex.quote(task)}"
+    else:
+        given = "--task ... (the same task)"
+    where = shlex.quote(str(workflow))
+    command = f"devall run {where} {given} --record {shlex.quote(str(cassette))}"
+    return f"if the change is intended, record the cassette again: {command}"
 
 
 def warn_unused(tape: Tape) -> None:

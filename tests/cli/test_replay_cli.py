@@ -166,7 +166,8 @@ def test_a_recorded_run_replays_offline_and_a_changed_prompt_is_caught(
     assert '-        "content": "You write it up.",' in failed.stderr
     assert '+        "content": "You write it up in French.",' in failed.stderr
     assert "never asked for" not in failed.stderr  # the run stopped: nothing to warn about
-    assert f"--record {cassette}" in failed.stderr  # how to record it again
+    # how to record it again
+    assert f"devall run {changed} --task 'add 2 and 3' --record {cassette}" in failed.stderr
     assert result(Path("changed"))["exit_code"] == 6
 
 
