@@ -96,3 +96,46 @@ def direct_local_source(**kwargs: Any) -> LocalSource:
     """A LocalSource whose session is devall's own client (mcp_direct.py), as `tools list`,
     `tools call` and `probe` build it; `LocalSource(...)` alone gets fastmcp's."""
     return LocalSource(client="direct", **kwargs)
+
+
+# A workflow that runs offline with no server: a scripted agent calls two function tools, then
+# answers with JSON that a passthrough node hands on (`devall test`'s tests check its run).
+TOOL_FLOW = """\
+graph:
+  id: tool_flow
+  start: [teller]
+  end: [writer]
+  nodes:
+    - id: teller
+      type: agent
+      config:
+        provider: scripted
+        tooling: [{type: function, config: {tools: [{name: lookup}, {name: shout}]}}]
+        script:
+          - tool_calls: [{name: lookup, arguments: {city: Paris, days: 2}}]
+          - tool_calls: [{name: shout, arguments: {text: hi}}]
+          - content: '{"city": "Paris", "forecast": {"days": [1, 2]}, "ok": true}'
+    - {id: writer, type: passthrough, config: {}}
+  edges:
+    - {from: teller, to: writer}
+"""
+TOOL_FUNCTIONS = '''\
+def lookup(city: str, days: int = 1) -> str:
+    """The weather of a city."""
+    return f"sunny in {city} for {days} days"
+
+
+def shout(text: str) -> str:
+    """The text in capitals."""
+    return text.upper()
+'''
+
+
+def write_tool_flow(folder: Path) -> Path:
+    """`folder/flow.yaml` (TOOL_FLOW) and the functions it calls; the workflow's path."""
+    functions = folder / "functions" / "function_calling"
+    functions.mkdir(parents=True, exist_ok=True)
+    (functions / "tools.py").write_text(TOOL_FUNCTIONS)
+    path = folder / "flow.yaml"
+    path.write_text(TOOL_FLOW)
+    return path

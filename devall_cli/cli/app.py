@@ -42,7 +42,7 @@ def main_callback(
     """Run ChatDev 2.0 (DevAll) workflows whose agents use MCP tools.
 
     Exit codes: 0 ok, 1 run or probe failed, 2 usage, 3 config, 4 connection,
-    5 remote, 70 internal error (a bug), 130 interrupted (143 on SIGTERM).
+    5 remote, 6 replay mismatch, 70 internal error (a bug), 130 interrupted (143 on SIGTERM).
     """
     STATE.debug = debug
     if debug:
@@ -69,6 +69,7 @@ from devall_cli.cli import (  # noqa: E402,F401
     resources_cmd,
     run_cmd,
     schema_cmd,
+    test_cmd,
     tools_cmd,
     validate_cmd,
 )

@@ -95,8 +95,31 @@ API_KEY=
 MODEL_NAME=gpt-4o-mini
 """
 
+TESTS = """\
+# Test cases for workflow.yaml (docs/testing.md): each case runs the workflow on a task and
+# checks what the run did. The starter runs offline, so these pass with no API key:
+#   devall test workflow.test.yaml
+# `replay: cassettes/<name>.jsonl` on a case replays a recorded run instead (no network, no
+# server); `devall test --record` records it.
+cases:
+  - name: the fortune names the lucky number
+    workflow: workflow.yaml
+    task: Tell me my fortune
+    expect:
+      - output: {contains: "Fortune cookie says", regex: "lucky number is \\\\d+"}
+      - tool: {name: rand_num, args: {a: 1, b: 100}, times: 1}
+      - node: {id: fortune, visits: 1}
+      - edge: {from: lucky, to: fortune}
+      - budget: {model_calls: 3, tool_calls: 1, seconds: 60}
+"""
+
 SCHEMA_FILE = "workflow.schema.json"
-FILES = {"workflow.yaml": WORKFLOW, "mcp_server.py": SERVER, ".env.example": ENV_EXAMPLE}
+FILES = {
+    "workflow.yaml": WORKFLOW,
+    "workflow.test.yaml": TESTS,
+    "mcp_server.py": SERVER,
+    ".env.example": ENV_EXAMPLE,
+}
 
 
 @app.command("init")
@@ -109,7 +132,8 @@ def init_command(
 ) -> None:
     """Write a starter workflow (offline scripted agent + an MCP server) and a .env.example.
 
-    Also writes workflow.schema.json (`devall schema`), which the workflow names for editors.
+    Also writes workflow.test.yaml, test cases for `devall test`, and workflow.schema.json
+    (`devall schema`), which the workflow names for editors.
     """
     targets = {name: directory / name for name in (*FILES, SCHEMA_FILE)}
     existing = [str(path) for path in targets.values() if path.exists()]
@@ -132,3 +156,4 @@ def init_command(
         print_line(console, f"wrote {path}")
     workflow = targets["workflow.yaml"]
     print_line(console, f'next: devall run {workflow} --task "Tell me my fortune"')
+    print_line(console, f"      devall test {targets['workflow.test.yaml']}")

@@ -35,7 +35,6 @@ from devall_cli.cli.targets import (
     target_workflow,
 )
 from devall_cli.errors import ExitCode
-from devall_cli.text import visible
 
 
 @app.command("probe")
@@ -148,35 +147,21 @@ def _ms(value: float | None) -> str:
 
 
 def _write_junit(path: Path, rows: list[dict[str, Any]]) -> None:
-    from xml.etree import ElementTree
+    from devall_cli.cli.junit import JUnitCase, JUnitFailure, write_junit
 
-    failures = sum(1 for r in rows if not r["ok"])
-    suite = ElementTree.Element(
-        "testsuite", name="devall probe", tests=str(len(rows)), failures=str(failures)
-    )
+    cases = []
     for r in rows:
-        seconds = ((r["connect_ms"] or 0) + (r["list_ms"] or 0)) / 1000
-        case = ElementTree.SubElement(
-            suite,
-            "testcase",
-            classname=_xml(f"probe.{r['kind']}"),
-            name=_xml(r["id"]),
-            time=f"{seconds:.3f}",
-        )
+        failures = []
         if not r["ok"]:
-            failure = ElementTree.SubElement(
-                case, "failure", type=_xml(r["status"]), message=_xml(r["error"] or "")
+            text = "\n".join([r["target"], *r["log_tail"]])
+            failures.append(JUnitFailure(r["status"], r["error"] or "", text))
+        cases.append(
+            JUnitCase(
+                name=r["id"],
+                classname=f"probe.{r['kind']}",
+                seconds=((r["connect_ms"] or 0) + (r["list_ms"] or 0)) / 1000,
+                failures=failures,
+                output=f"{r['target']}: {r['tools']} tools, protocol {r['protocol_version']}",
             )
-            failure.text = _xml("\n".join([r["target"], *r["log_tail"]]))
-        else:
-            out = ElementTree.SubElement(case, "system-out")
-            out.text = _xml(
-                f"{r['target']}: {r['tools']} tools, protocol {r['protocol_version']}"
-            )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    ElementTree.ElementTree(suite).write(path, encoding="utf-8", xml_declaration=True)
-
-
-def _xml(text: str) -> str:
-    """Text XML 1.0 can hold: the characters it forbids (most controls) shown escaped."""
-    return visible(text, multiline=True)
+        )
+    write_junit(path, "devall probe", cases)

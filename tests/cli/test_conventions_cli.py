@@ -343,14 +343,15 @@ def test_workflow_node_and_tool_names_complete(tmp_path: Path) -> None:
 
 
 def test_init_writes_a_starter_that_runs_offline(tmp_path: Path) -> None:
+    # That the starter runs offline, and its tests pass: tests/cli/test_test_cmd.py runs them.
     done = cli("init", "proj", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    for name in ("workflow.yaml", "mcp_server.py", ".env.example", "workflow.schema.json"):
+    files = ("workflow.yaml", "workflow.test.yaml", "mcp_server.py", ".env.example")
+    for name in (*files, "workflow.schema.json"):
         assert (tmp_path / "proj" / name).is_file(), name
     assert "API_KEY=" in (tmp_path / "proj" / ".env.example").read_text()
-    done = cli("run", "proj/workflow.yaml", "--task", "hi", env=VENV_PATH)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("Fortune cookie says: Your lucky number is ")
+    assert 'next: devall run proj/workflow.yaml --task "Tell me my fortune"' in done.stderr
+    assert "devall test proj/workflow.test.yaml" in done.stderr
     again = cli("init", "proj", cwd=tmp_path)
     assert again.returncode == 2
     assert "hint: choose another DIR, or pass --force" in again.stderr
