@@ -106,7 +106,7 @@ async def run_task(task: BatchTask, env: TaskEnv, report: Report) -> None:
 
 def _new_session(task: BatchTask, workflow: Workflow, env: TaskEnv) -> RunSession:
     run_dir = task_run_dir(env.batch_dir, task)
-    _clear(run_dir)
+    clear_run_dir(run_dir)
     return RunSession(workflow, run_id=task.dir_name, run_dir=run_dir, on_sink_error=_ignore)
 
 
@@ -234,8 +234,8 @@ def _tokens(tokens: Any) -> dict[str, int]:
     return {"prompt": tokens.prompt, "completion": tokens.completion, "total": tokens.total}
 
 
-def _clear(run_dir: Path) -> None:
-    """An earlier attempt's directory goes: the task's records start afresh."""
+def clear_run_dir(run_dir: Path) -> None:
+    """An earlier attempt's directory goes: the task's (or case's) records start afresh."""
     try:
         if run_dir.is_symlink():
             run_dir.unlink()

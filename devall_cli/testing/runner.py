@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-import shutil
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -24,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from devall_cli.batch.shared_tools import TASK_STORE, SharedSources
-from devall_cli.batch.task_run import warm_up
+from devall_cli.batch.task_run import clear_run_dir, warm_up
 from devall_cli.config.model import Workflow, walk_nodes
 from devall_cli.engine.graph import DEFAULT_MAX_STEPS
 from devall_cli.engine.runner import run_workflow
@@ -219,7 +218,7 @@ async def _run(
     from devall_cli.trace.jsonl import JsonlSink
     from devall_cli.trace.result import ResultSink
 
-    _clear(run_dir)
+    clear_run_dir(run_dir)
     session = RunSession(workflow, run_id=dir_name, run_dir=run_dir, on_sink_error=_ignore)
     log = EventLog()
     session.subscribe(log)
@@ -275,19 +274,6 @@ def _masked(result: CaseResult, redactor: Redactor) -> CaseResult:
         error=redactor.text(result.error) if result.error else None,
         note=redactor.text(result.note),
     )
-
-
-def _clear(run_dir: Path) -> None:
-    """An earlier run's folder of this case goes: its records start afresh."""
-    try:
-        if run_dir.is_symlink():
-            run_dir.unlink()
-        elif run_dir.is_dir():
-            shutil.rmtree(run_dir)
-    except OSError as exc:
-        raise RunFailedError(
-            f"cannot clear the earlier run directory {run_dir}: {exc.strerror or exc}"
-        ) from None
 
 
 def _ignore(sink: object, exc: BaseException) -> None:
