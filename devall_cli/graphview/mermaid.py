@@ -11,11 +11,15 @@ from devall_cli.graphview.layout import edge_label, node_caption
 from devall_cli.graphview.shape import GraphShape
 
 _ESCAPES = {"#": "#35;", '"': "#quot;", "<": "#lt;", ">": "#gt;", "`": "#96;"}
+# Every character Python (and so a reader of the text) takes as the end of a line: in Mermaid
+# text one would end a `%%` comment or a statement, and what follows would be read as code.
+_LINE_BREAKS = frozenset("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029")
 
 
 def mermaid_text(text: str) -> str:
-    """Text safe inside a quoted Mermaid label (entity codes for the characters it reads)."""
-    return "".join(_ESCAPES.get(ch, ch) for ch in text)
+    """Text safe inside a quoted Mermaid label or a comment: entity codes for the characters
+    Mermaid reads, a space for every line break (a name can never add a statement)."""
+    return "".join(" " if ch in _LINE_BREAKS else _ESCAPES.get(ch, ch) for ch in text)
 
 
 def render_mermaid(shape: GraphShape) -> str:

@@ -93,6 +93,23 @@ def test_svg_marks_the_run_and_stays_well_formed() -> None:
     assert "\u00d72" in svg  # writer's two visits
 
 
+def test_no_name_adds_a_mermaid_statement() -> None:
+    """A line break in a graph id, node id or label would end the comment or the statement."""
+    evil = "g\n  n9[\"injected\"] --> n1\r\u2028x"
+    shape = GraphShape(
+        evil,
+        (ShapeNode(evil, "agent", description=evil), ShapeNode("c", "agent")),
+        (ShapeEdge(evil, "c", label=evil),),
+        start=(evil,),
+    )
+    lines = render_mermaid(shape).splitlines()
+    assert lines[1].startswith("  %% workflow g ") and "n9" in lines[1]
+    assert not any(line.lstrip().startswith("n9") for line in lines)
+    assert len(lines) == len(render_mermaid(GraphShape(
+        "g", (ShapeNode("a", "agent"), ShapeNode("c", "agent")), (ShapeEdge("a", "c", label="l"),),
+        start=("a",))).splitlines())  # fmt: skip
+
+
 def test_mermaid_and_dot_escape_what_the_workflow_says() -> None:
     shape = GraphShape(
         "g",
