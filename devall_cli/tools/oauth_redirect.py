@@ -133,8 +133,9 @@ class LoopbackRedirect:
         loop = asyncio.get_running_loop()
         answer: asyncio.Future[dict[str, str]] = loop.create_future()
         try:
+            expected = _state_of(url)
             server = await asyncio.start_server(
-                lambda r, w: _serve_callback(r, w, answer), "127.0.0.1", self.port
+                lambda r, w: _serve_callback(r, w, answer, expected), "127.0.0.1", self.port
             )
         except OSError as exc:
             raise AuthError(
@@ -173,12 +174,24 @@ async def open_browser(url: str) -> bool:
         return False
 
 
+def _state_of(url: str) -> str | None:
+    """The `state` the authorization URL carries: the redirect back must bring the same."""
+    values = parse_qs(urlsplit(url).query, keep_blank_values=True).get("state")
+    return values[0] if values else None
+
+
 async def _serve_callback(
     reader: asyncio.StreamReader,
     writer: asyncio.StreamWriter,
     answer: asyncio.Future[dict[str, str]],
+    expected_state: str | None = None,
 ) -> None:
-    """Answer one HTTP request on the loopback listener; the callback's query ends the wait."""
+    """Answer one HTTP request on the loopback listener; the callback's query ends the wait.
+
+    Only a redirect that brings back the state of devall's own authorization URL counts: any
+    other request to the callback (a page, another program, a forged link) gets an error page,
+    and devall keeps waiting for the real one.
+    """
     try:
         request_line = await asyncio.wait_for(reader.readline(), 10)
         while (await asyncio.wait_for(reader.readline(), 10)) not in (b"\r\n", b"\n", b""):
@@ -189,6 +202,10 @@ async def _serve_callback(
             await _respond(writer, 404, "Not found", "This is devall's authorization redirect.")
             return
         params = {k: v[0] for k, v in parse_qs(target.query, keep_blank_values=True).items()}
+        if expected_state is not None and params.get("state") != expected_state:
+            text = "The state does not match devall's authorization request; devall keeps waiting."
+            await _respond(writer, 400, "Not devall's authorization", text)
+            return
         if "error" in params:
             await _respond(writer, 200, "Authorization refused", "You can close this tab.")
         else:
@@ -205,8 +222,9 @@ async def _serve_callback(
 
 async def _respond(writer: asyncio.StreamWriter, status: int, title: str, text: str) -> None:
     body = _PAGE.format(title=title, text=text).encode()
+    reason = {200: "OK", 400: "Bad Request"}.get(status, "Not Found")
     head = (
-        f"HTTP/1.1 {status} {'OK' if status == 200 else 'Not Found'}\r\n"
+        f"HTTP/1.1 {status} {reason}\r\n"
         "Content-Type: text/html; charset=utf-8\r\n"
         f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
     )
@@ -217,6 +235,7 @@ async def _respond(writer: asyncio.StreamWriter, status: int, title: str, text: 
 async def fetch_authorization(url: str, redirect_to: str) -> AuthorizationCodeResult:
     """Request the authorization URL and follow its redirects until one reaches `redirect_to`."""
     target = urlsplit(redirect_to)
+    expected = _state_of(url)
     async with httpx2.AsyncClient(timeout=30.0, follow_redirects=False) as client:
         for _ in range(FETCH_REDIRECTS):
             try:
@@ -230,7 +249,13 @@ async def fetch_authorization(url: str, redirect_to: str) -> AuthorizationCodeRe
             here = urlsplit(url)
             if (here.scheme, here.netloc, here.path) == (target.scheme, target.netloc, target.path):
                 query = parse_qs(here.query, keep_blank_values=True)
-                return code_result({k: v[0] for k, v in query.items()})
+                params = {k: v[0] for k, v in query.items()}
+                if expected is not None and params.get("state") != expected:
+                    raise AuthError(
+                        "the authorization endpoint redirected back with another state than "
+                        "devall's request: refused"
+                    )
+                return code_result(params)
     raise AuthError(f"the authorization endpoint redirected more than {FETCH_REDIRECTS} times")
 
 

@@ -121,15 +121,22 @@ async def test_the_redirect_waits_for_the_browser_and_pauses_deadlines() -> None
         async with httpx.AsyncClient() as client:
             stray = await client.get(f"http://127.0.0.1:{port}/favicon.ico")
             assert stray.status_code == 404
+            # Another state (a forged link, a stale tab): refused, and devall keeps waiting.
+            forged = await client.get(f"{redirect.uri}?code=forged&state=WRONG")
+            assert forged.status_code == 400
+            assert "devall is authorized" not in forged.text
+            missing = await client.get(f"{redirect.uri}?error=access_denied")
+            assert missing.status_code == 400
             page = await client.get(f"{redirect.uri}?code=the-code&state=st")
             assert "devall is authorized" in page.text
 
-    await redirect.redirect_handler("https://as.test/authorize?x=1")
+    await redirect.redirect_handler("https://as.test/authorize?x=1&state=st")
     helper = asyncio.create_task(person())
     async with waits.deadline(0.2):
         result = await redirect.callback_handler()
     await helper
-    assert shown == [("open this URL to authorize devall", "https://as.test/authorize?x=1")]
+    url = "https://as.test/authorize?x=1&state=st"
+    assert shown == [("open this URL to authorize devall", url)]
     assert (result.code, result.state) == ("the-code", "st")
     assert not waits.waiting
 
