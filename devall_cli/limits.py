@@ -30,6 +30,7 @@ TOOL_RESULT_CHARS = 1_000_000  # text of one tool result kept for the trace, log
 CODE_OUTPUT_CHARS = 1_000_000  # stdout, and stderr, of one visit of a `python` node
 STDIO_LINE_BYTES = 16 * MB  # one line a local server writes on stdout or stderr (dropped)
 SERVER_LOG_BYTES = 10 * MB  # servers/<id>.log; then it moves to <id>.log.1 and starts afresh
+AUTH_RESPONSE_BYTES = 10 * MB  # one answer of an authorization server (metadata, token, ...)
 MODEL_ERROR_BODY_BYTES = 64 * 1024  # what is read of an error answer, to quote its message
 
 # Left out past the limit, with a note in the trace.

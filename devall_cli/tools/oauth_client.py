@@ -40,6 +40,7 @@ from mcp.shared.auth import (
 )
 from pydantic import AnyUrl, BaseModel, ValidationError
 
+from devall_cli import limits
 from devall_cli.errors import AuthError
 from devall_cli.tools.base import AuthNotice
 from devall_cli.tools.kinds.oauth_settings import OAuthConfig, signing_algorithm
@@ -156,6 +157,8 @@ class DevallOAuth(OAuthClientProvider):
                 response = yield outgoing
                 if outgoing is request:
                     self._answered(response)
+                else:  # discovery, registration, token: read here, within a bound
+                    response = await bounded_response(response)
                 outgoing = await flow.asend(response)
         except StopAsyncIteration:
             return
@@ -391,6 +394,28 @@ class _CacheStorage:
 
 
 _Model = TypeVar("_Model", bound=BaseModel)
+
+
+async def bounded_response(response: httpx2.Response) -> httpx2.Response:
+    """The answer of an authorization request, read whole but refused (AuthError) once it is
+    longer than `limits.AUTH_RESPONSE_BYTES`; the flow and httpx then find it read."""
+    limit = limits.AUTH_RESPONSE_BYTES
+    body = bytearray()
+    try:
+        async for chunk in response.aiter_bytes():
+            body += chunk
+            if len(body) > limit:
+                raise AuthError(
+                    f"the authorization server's answer to {response.request.url.path} is "
+                    f"longer than {limit} bytes; devall reads at most that much of it"
+                )
+    except httpx2.HTTPError as exc:
+        raise AuthError(f"cannot read the authorization server's answer: {exc}") from exc
+    finally:
+        await response.aclose()
+    # What `aread()` keeps: later reads (the SDK's, httpx's own) return it.
+    response._content = bytes(body)
+    return response
 
 
 def _load(model: type[_Model], value: Any) -> _Model | None:

@@ -338,6 +338,18 @@ def test_a_recorded_run_keeps_no_token_in_its_cassette(
     assert "your token: Bearer ***" in text
 
 
+def test_a_token_answer_longer_than_the_limit_is_refused(
+    serve: Any, tmp_path: Path, _oauth_env: Path
+) -> None:
+    """11 MB of valid JSON from the token endpoint: refused once past 10 MB, not read whole."""
+    server = serve("--huge-token-body", str(11 * 1024 * 1024))
+    code, _, err = call(workflow(tmp_path, server.url), "whoami")
+    assert code == 4, err
+    assert "longer than 10485760 bytes" in err
+    assert "Traceback" not in err
+    assert tokens_in(_oauth_env) == []
+
+
 def test_login_list_and_logout(serve: Any, tmp_path: Path, _oauth_env: Path) -> None:
     server = serve("--scopes", "tools")
     path = workflow(tmp_path, server.url)

@@ -43,7 +43,13 @@ import uvicorn
 from fastmcp import FastMCP
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.responses import (
+    HTMLResponse,
+    JSONResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
 from starlette.routing import Route
 
 Scope = MutableMapping[str, Any]
@@ -269,7 +275,10 @@ class AuthServer:
             record["error"] = problem
             return JSONResponse({"error": "invalid_grant", "detail": problem}, status_code=400)
         record["granted"] = grant.scopes
-        return JSONResponse(self._issue(grant, refresh=grant_type != "client_credentials"))
+        issued = self._issue(grant, refresh=grant_type != "client_credentials")
+        if self.args.huge_token_body:
+            return _padded(issued, self.args.huge_token_body)
+        return JSONResponse(issued)
 
     def _authenticate(
         self, request: Request, form: dict[str, Any]
@@ -510,8 +519,29 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--deny", action="store_true")
     parser.add_argument("--login-page", action="store_true")
     parser.add_argument("--refuse-refresh", action="store_true")
+    parser.add_argument(
+        "--huge-token-body", type=int, default=0, metavar="BYTES",
+        help="token answers padded to BYTES (valid JSON, made up as it is sent)",
+    )
     return parser.parse_args(argv)
 
+
+
+def _padded(issued: dict[str, Any], size: int) -> StreamingResponse:
+    """A token answer of `size` bytes: the grant, then a long string field, sent in pieces."""
+    head = json.dumps(issued)[:-1].encode() + b', "pad": "'
+    rest = max(0, size - len(head) - 2)
+
+    async def pieces() -> Any:
+        yield head
+        left = rest
+        while left > 0:
+            chunk = min(left, 65536)
+            yield b"x" * chunk
+            left -= chunk
+        yield b'"}'
+
+    return StreamingResponse(pieces(), media_type="application/json")
 
 def main(argv: list[str] | None = None) -> None:
     """Bind, announce the port, serve until killed."""
