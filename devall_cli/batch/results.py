@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from devall_cli import json_limits
 from devall_cli.errors import RunFailedError
 from devall_cli.run_files import open_run_file
 from devall_cli.text import clean_text
@@ -62,19 +63,38 @@ class TaskOutcome:
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> TaskOutcome:
         """The outcome a line describes (fields missing from older lines take defaults)."""
-        tokens = record.get("tokens")
+        tokens = record.get("tokens") or {}
+        if not isinstance(tokens, Mapping):
+            raise TypeError("tokens is not an object")
+        counts = {key: _count(tokens.get(key, 0), key) for key in TOKEN_KEYS}
         return cls(
             id=str(record["id"]),
             status=str(record["status"]),
             output=str(record.get("output") or ""),
             error=record.get("error"),
-            duration_ms=float(record.get("duration_ms") or 0.0),
-            tokens=dict(tokens) if isinstance(tokens, dict) else {},
+            duration_ms=_number(record.get("duration_ms") or 0.0, "duration_ms"),
+            tokens=counts,
             run_dir=str(record.get("run_dir") or ""),
-            exit_code=int(record.get("exit_code") or 0),
+            exit_code=int(_count(record.get("exit_code") or 0, "exit_code")),
             details=tuple(str(line) for line in record.get("details") or ()),
             hint=str(record["hint"]) if record.get("hint") else None,
         )
+
+
+TOKEN_KEYS = ("prompt", "completion", "total")
+
+
+def _count(value: Any, name: str) -> int:
+    """A whole number a line must hold (TypeError otherwise: the line is not read)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} is not a whole number")
+    return value
+
+
+def _number(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{name} is not a number")
+    return float(value)
 
 
 @dataclass
@@ -109,7 +129,7 @@ def read_results(path: Path) -> PreviousResults:
 
 def _parse_line(raw: bytes) -> TaskOutcome | None:
     try:
-        record = json.loads(raw)
+        record = json_limits.loads(raw)
         if not isinstance(record, dict) or record.get("status") not in STATUSES:
             return None
         return TaskOutcome.from_record(record)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from devall_cli import limits
+from devall_cli import json_limits, limits
 from devall_cli.errors import ConfigError, ConfigIssue, UsageError
 from devall_cli.text import clean_text
 
@@ -176,7 +176,10 @@ def _jsonl(text: str, issues: _Issues) -> Iterator[Record]:
         if not line.strip():
             continue
         try:
-            value = json.loads(line)
+            value = json_limits.loads(line)
+        except json_limits.JsonLimitError as exc:
+            issues.add(number, f"the line {exc}")
+            continue
         except json.JSONDecodeError as exc:
             issues.add(number, f"not a JSON object: {exc.msg}", col=exc.colno)
             continue
@@ -282,7 +285,9 @@ def _csv_record(line: int, cells: dict[str, str], issues: _Issues) -> Record | N
     variables = {name: value for name, value in cells.items() if value != ""}
     if raw_vars:
         try:
-            parsed = json.loads(raw_vars)
+            parsed = json_limits.loads(raw_vars)
+        except json_limits.JsonLimitError as exc:
+            issues.add(line, f"the vars cell {exc}")
         except json.JSONDecodeError as exc:
             issues.add(line, f"the vars cell is not a JSON object: {exc.msg}")
         else:
@@ -294,8 +299,8 @@ def _csv_record(line: int, cells: dict[str, str], issues: _Issues) -> Record | N
 
 def _maybe_json(text: str) -> Any:
     try:
-        return json.loads(text) if text else text
-    except json.JSONDecodeError:
+        return json_limits.loads(text) if text else text
+    except ValueError:  # not JSON, or JSON beyond the limits: the text as it is
         return text
 
 

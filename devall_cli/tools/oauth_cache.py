@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from devall_cli import json_limits
+
 CACHE_VERSION = 1
 
 
@@ -153,7 +155,7 @@ class CacheEntry:
 def read_json(path: Path) -> dict[str, Any] | None:
     """A JSON object from a file, or None when it is missing or not one."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json_limits.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None

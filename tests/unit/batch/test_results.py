@@ -84,6 +84,23 @@ def test_reading_back_keeps_the_last_line_of_each_id_and_skips_an_unfinished_tai
     assert set(read_results(path).outcomes) == {"a", "b", "c"}
 
 
+def test_lines_deeper_than_the_limit_or_with_wrong_counts_are_skipped_not_fatal(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "results.jsonl"
+    lines = [
+        json.dumps(outcome("a").record()),
+        '{"a":' * 10000 + "1" + "}" * 10000,
+        '{"id": "b", "status": "ok", "tokens": {"total": "lots", "prompt": null}}',
+        '{"id": "c", "status": "ok", "tokens": [1]}',
+        '{"id": "d", "status": "ok", "duration_ms": "slow"}',
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    previous = read_results(path)
+    assert set(previous.outcomes) == {"a"}
+    assert previous.bad_lines == [2, 3, 4, 5]
+
+
 def test_a_missing_file_is_no_previous_result(tmp_path: Path) -> None:
     previous = read_results(tmp_path / "results.jsonl")
     assert previous.outcomes == {} and previous.whole_bytes == 0

@@ -89,6 +89,22 @@ def test_bad_jsonl_lines_are_all_reported_with_their_line_numbers() -> None:
     ]
 
 
+def test_json_beyond_the_limits_is_a_located_problem_not_a_crash() -> None:
+    deep = '{"a":' * 5000 + "1" + "}" * 5000
+    text = "\n".join(
+        [
+            '{"id": "t1", "task": "x", "vars": %s}' % deep,
+            '{"id": %s, "task": "x"}' % ("9" * 5000),
+        ]
+    )
+    assert problems(text) == [
+        "tasks:1: the line is nested deeper than 100 levels",
+        "tasks:2: the line holds an integer longer than 4300 digits",
+    ]
+    csv = 'task,vars\nx,"%s"\n' % deep.replace('"', '""')
+    assert problems(csv, "csv") == ["tasks:2: the vars cell is nested deeper than 100 levels"]
+
+
 def test_bad_csv_is_reported_with_lines() -> None:
     assert problems("id,prompt\n1,x\n", "csv") == ["tasks:1: the header has no 'task' column"]
     assert problems("task,A,A\nx,1,2\n", "csv") == ["tasks:1: the header names column 'A' twice"]

@@ -63,6 +63,8 @@ def test_unreadable_or_foreign_files_count_as_empty(tmp_path: Path) -> None:
     entry = cache.entry("k", server="https://a.test/mcp", grant="g", client_id=None)
     entry.path.write_text("{not json")
     assert entry.load() == {}
+    entry.path.write_text('{"a":' * 10000 + "1" + "}" * 10000)  # too deep to read
+    assert entry.load() == {}
     entry.path.write_text(json.dumps({"version": 1, "server": "https://other.test/mcp"}))
     assert entry.load() == {}
     entry.update(tokens={"access_token": "a"})  # rewritten whole
