@@ -93,15 +93,15 @@ def test_json_beyond_the_limits_is_a_located_problem_not_a_crash() -> None:
     deep = '{"a":' * 5000 + "1" + "}" * 5000
     text = "\n".join(
         [
-            '{"id": "t1", "task": "x", "vars": %s}' % deep,
-            '{"id": %s, "task": "x"}' % ("9" * 5000),
+            '{"id": "t1", "task": "x", "vars": ' + deep + "}",
+            '{"id": ' + "9" * 5000 + ', "task": "x"}',
         ]
     )
     assert problems(text) == [
         "tasks:1: the line is nested deeper than 100 levels",
         "tasks:2: the line holds an integer longer than 4300 digits",
     ]
-    csv = 'task,vars\nx,"%s"\n' % deep.replace('"', '""')
+    csv = 'task,vars\nx,"' + deep.replace('"', '""') + '"\n'
     assert problems(csv, "csv") == ["tasks:2: the vars cell is nested deeper than 100 levels"]
 
 
