@@ -89,24 +89,81 @@ class MemoryItem:
         return data
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> MemoryItem:
-        """From the JSON form; KeyError/TypeError/ValueError when it is not one."""
-        embedding = data.get("embedding")
+    def from_dict(cls, data: Any) -> MemoryItem:
+        """From the JSON form; ValueError saying why when `data` is not one.
+
+        An entry of another shape is refused rather than skipped or coerced: the store writes
+        its items back to the file, and would lose or change that entry.
+        """
+        if not isinstance(data, Mapping):
+            raise ValueError(f"it is {json_kind(data)}, not an object")
+        if "id" not in data:
+            raise ValueError("it has no 'id'")
+        ident = data["id"]
+        if not isinstance(ident, str | int) or isinstance(ident, bool):
+            raise ValueError(f"its 'id' is {json_kind(ident)}, not a text")
+        summary = _field(data, "content_summary", str, "a text")
+        metadata = _field(data, "metadata", Mapping, "an object")
+        embedding = _field(data, "embedding", list, "a list of numbers")
+        if embedding is not None and not all(_is_number(v) for v in embedding):
+            raise ValueError("its 'embedding' is not a list of numbers")
+        vector = [_float(v, "embedding") for v in embedding] if embedding is not None else None
+        timestamp = data.get("timestamp")
+        if timestamp is not None and not _is_number(timestamp):
+            raise ValueError(f"its 'timestamp' is {json_kind(timestamp)}, not a number")
         return cls(
-            id=str(data["id"]),
-            content_summary=str(data.get("content_summary") or ""),
-            metadata=dict(data.get("metadata") or {}),
-            embedding=[float(v) for v in embedding] if embedding is not None else None,
-            timestamp=float(data.get("timestamp") or time.time()),
-            input_snapshot=_snapshot(data.get("input_snapshot")),
-            output_snapshot=_snapshot(data.get("output_snapshot")),
+            id=str(ident),
+            content_summary=summary or "",
+            metadata=dict(metadata or {}),
+            embedding=vector,
+            timestamp=_float(timestamp, "timestamp") if timestamp else time.time(),
+            input_snapshot=_snapshot(data, "input_snapshot"),
+            output_snapshot=_snapshot(data, "output_snapshot"),
         )
 
 
-def _snapshot(data: Any) -> Snapshot | None:
-    if not isinstance(data, Mapping):
+def _field(data: Mapping[str, Any], key: str, kind: type, what: str) -> Any:
+    """`data[key]`, which must be of `kind` or null (or missing)."""
+    value = data.get(key)
+    if value is not None and not isinstance(value, kind):
+        raise ValueError(f"its '{key}' is {json_kind(value)}, not {what}")
+    return value
+
+
+def _snapshot(data: Mapping[str, Any], key: str) -> Snapshot | None:
+    snapshot = _field(data, key, Mapping, "an object")
+    if snapshot is None:
         return None
-    return Snapshot(str(data.get("text") or ""))
+    text = snapshot.get("text")
+    if text is not None and not isinstance(text, str):
+        raise ValueError(f"the 'text' of its '{key}' is {json_kind(text)}, not a text")
+    return Snapshot(text or "")
+
+
+def _float(value: Any, key: str) -> float:
+    try:
+        return float(value)
+    except OverflowError:  # an integer of hundreds of digits
+        raise ValueError(f"its '{key}' holds a number too large to be a float") from None
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def json_kind(value: Any) -> str:
+    """What a JSON value is, for messages: `null`, `a number`, `a text`, ..."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if _is_number(value):
+        return "a number"
+    if isinstance(value, str):
+        return "a text"
+    if isinstance(value, list):
+        return "a list"
+    return "an object" if isinstance(value, Mapping) else type(value).__name__
 
 
 @dataclass(frozen=True)

@@ -38,12 +38,21 @@ from devall_cli.memory.base import (
     MemoryStoreType,
     StoreContext,
     WritePayload,
+    json_kind,
 )
 from devall_cli.memory.config import embedding_shape, memory_path, parse_embedding
-from devall_cli.memory.files import read_memory_file, unreadable_error, write_memory_file
+from devall_cli.memory.files import (
+    RefusedFileError,
+    read_memory_file,
+    read_regular_file,
+    unreadable_error,
+    update_memory_file,
+)
+from devall_cli.memory.list_store import items_of
 
 CHUNK_SIZE = 500
 CHUNK_OVERLAP = 50
+FileEntries = dict[str, dict[str, Any]]  # an index's `file_metadata`: path -> hash, size, ...
 _SENTENCE_ENDS = ("\u3002", "\uff01", "\uff1f", ".", "!", "?", "\n")
 
 
@@ -76,7 +85,9 @@ class FileMemory:
         self.redactor = context.redactor
         self.embedder = context.embedder(config.embedding)
         self.items: list[MemoryItem] = []
-        self.files: dict[str, dict[str, Any]] = {}  # path -> hash, size, chunks_count, indexed_at
+        self.files: FileEntries = {}  # path -> hash, size, chunks_count, indexed_at
+        self._seen: set[str] = set()  # the files this run indexed, found unchanged, or forgot
+        self._changed = False  # the index differs from what the file holds
 
     def count(self) -> int:
         """How many chunks are indexed."""
@@ -85,23 +96,33 @@ class FileMemory:
     async def load(self) -> None:
         """Read the index and bring it up to date with the files (or build it)."""
         data = read_memory_file(self.path, self.name) if self.path is not None else None
-        if data is not None:
-            self._read_index(data)
-        if await self._update() or (self.path is not None and data is None):
-            self.save()
+        if data is not None and self.path is not None:
+            self.files, self.items = read_index(data, self.path, self.name)
+        self._changed = await self._update() or data is None
+        self.save()
 
     def save(self) -> None:
-        """Write the index, if the store has an `index_path`."""
-        if self.path is None:
+        """Write the index, if the store has an `index_path` and this run changed it.
+
+        Under the file's lock, the entries of the files this run looked at are replaced by what
+        it found; the entries of other files are kept as the file holds them now.
+        """
+        if self.path is None or not self._changed:
             return
-        write_memory_file(
-            self.path,
-            {
-                "file_metadata": self.files,
-                "contents": [item.to_dict() for item in self.items],
+        path = self.path
+
+        def merge(current: Any | None) -> dict[str, Any]:
+            files, items = read_index(current, path, self.name) if current is not None else ({}, [])
+            others = {name: entry for name, entry in files.items() if name not in self._seen}
+            kept = [item for item in items if _file_of(item) in others]
+            return {
+                "file_metadata": {**others, **self.files},
+                "contents": [item.to_dict() for item in [*kept, *self.items]],
                 "config": {"chunk_size": CHUNK_SIZE, "chunk_overlap": CHUNK_OVERLAP},
-            },
-        )
+            }
+
+        update_memory_file(path, self.name, merge)
+        self._changed = False
 
     async def retrieve(
         self, query: str, top_k: int, threshold: float, *, node: str
@@ -124,63 +145,55 @@ class FileMemory:
 
     # --- the index -------------------------------------------------------------------------
 
-    def _read_index(self, data: Any) -> None:
-        if not isinstance(data, dict):
-            raise unreadable_error(self.path or Path(), self.name, "not a file memory index")
-        files = data.get("file_metadata")
-        self.files = {str(k): dict(v) for k, v in files.items()} if isinstance(files, dict) else {}
-        for entry in data.get("contents") or []:
-            try:
-                self.items.append(MemoryItem.from_dict(entry))
-            except (KeyError, TypeError, ValueError, AttributeError):
-                continue
-
     async def _update(self) -> bool:
         """Index new and changed files, forget removed ones; whether anything changed."""
         current = {path: source for source in self.sources for path in _scan(source)}
         gone = [path for path in self.files if path not in current]
-        stale = [
-            path for path in current
-            if path in self.files and self.files[path].get("hash") != _file_hash(path)
-        ]
-        self._forget([*gone, *stale])
-        fresh = [path for path in current if path not in self.files]
-        chunks: list[tuple[str, int, str, dict[str, Any]]] = []
-        for path in fresh:
-            chunks.extend(self._chunks(path, current[path].encoding))
+        self._forget(gone)
+        self._seen = {*current, *gone}
+        changed = bool(gone)
+        chunks: list[tuple[str, dict[str, Any]]] = []
+        for path, source in current.items():
+            raw = _read_source(path)  # None: left out of the index
+            digest = hashlib.md5(raw).hexdigest()[:16] if raw is not None else ""
+            known = self.files.get(path)
+            if known is not None:
+                if raw is not None and known.get("hash") == digest:
+                    continue  # unchanged: its chunks stay
+                self._forget([path])
+                changed = True
+            if raw is not None:
+                chunks.extend(self._chunks(path, raw, digest, source.encoding))
         if chunks:
-            vectors = await self.embedder.embed([text for _, _, text, _ in chunks])
+            vectors = await self.embedder.embed([text for text, _ in chunks])
             from devall_cli.memory.vectors import unit
 
-            for (_, _, text, metadata), vector in zip(chunks, vectors, strict=True):
+            for (text, metadata), vector in zip(chunks, vectors, strict=True):
                 item_id = f"{metadata['file_hash']}_{metadata['chunk_index']}"
                 self.items.append(MemoryItem(item_id, text, metadata, unit(vector)))
-        return bool(gone or stale or chunks)
+        return changed or bool(chunks)
 
     def _forget(self, paths: list[str]) -> None:
         if not paths:
             return
         dropped = set(paths)
-        self.items = [item for item in self.items if item.metadata.get("file_path") not in dropped]
+        self.items = [item for item in self.items if _file_of(item) not in dropped]
         for path in paths:
             self.files.pop(path, None)
 
-    def _chunks(self, path: str, encoding: str) -> Iterator[tuple[str, int, str, dict[str, Any]]]:
-        file = Path(path)
+    def _chunks(
+        self, path: str, raw: bytes, digest: str, encoding: str
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
         try:
-            size = file.stat().st_size
-            if size > limits.MEMORY_SOURCE_BYTES:
-                return
-            content = file.read_bytes().decode(encoding, errors="ignore")
-        except (OSError, LookupError):
+            content = raw.decode(encoding, errors="ignore")
+        except LookupError:
             return
         if not content.strip():
             return
-        digest = _file_hash(path)
         pieces = chunk_text(self.redactor.text(content))  # no secret reaches the index
         self.files[path] = {
             "hash": digest,
-            "size": size,
+            "size": len(raw),
             "chunks_count": len(pieces),
             "indexed_at": time.time(),
         }
@@ -188,14 +201,38 @@ class FileMemory:
             metadata = {
                 "source_type": "file",
                 "file_path": path,
-                "file_name": file.name,
+                "file_name": Path(path).name,
                 "file_hash": digest,
-                "file_size": size,
+                "file_size": len(raw),
                 "chunk_index": index,
                 "total_chunks": len(pieces),
                 "encoding": encoding,
             }
-            yield path, index, piece, metadata
+            yield piece, metadata
+
+
+def read_index(data: Any, path: Path, store: str) -> tuple[FileEntries, list[MemoryItem]]:
+    """The files and chunks of an index file's JSON; anything else in their place refuses it."""
+    if not isinstance(data, dict):
+        raise unreadable_error(path, store, "not a file memory index")
+    files = data.get("file_metadata")
+    if files is None:
+        files = {}
+    if not isinstance(files, dict):
+        reason = f"its 'file_metadata' is {json_kind(files)}, not an object"
+        raise unreadable_error(path, store, reason)
+    for name, entry in files.items():
+        if not isinstance(entry, dict):
+            reason = f"the 'file_metadata' of {name!r} is {json_kind(entry)}, not an object"
+            raise unreadable_error(path, store, reason)
+    contents = data.get("contents")
+    if contents is None:
+        contents = []
+    if not isinstance(contents, list):
+        reason = f"its 'contents' is {json_kind(contents)}, not a list"
+        raise unreadable_error(path, store, reason)
+    items = items_of(contents, path, store, " of 'contents'")
+    return {str(name): dict(entry) for name, entry in files.items()}, items
 
 
 def chunk_text(text: str) -> list[str]:
@@ -234,15 +271,19 @@ def _wanted(path: Path, source: FileSource) -> bool:
     return source.file_types is None or path.suffix in source.file_types
 
 
-def _file_hash(path: str) -> str:
-    digest = hashlib.md5()
+def _file_of(item: MemoryItem) -> str | None:
+    """The file a chunk was cut from."""
+    path = item.metadata.get("file_path")
+    return path if isinstance(path, str) else None
+
+
+def _read_source(path: str) -> bytes | None:
+    """A source file's bytes; None when it is not a regular file, is over the limit (it is left
+    out of the index) or cannot be read."""
     try:
-        with open(path, "rb") as handle:
-            for block in iter(lambda: handle.read(65536), b""):
-                digest.update(block)
-    except OSError:
-        return "error"
-    return digest.hexdigest()[:16]
+        return read_regular_file(Path(path), limits.MEMORY_SOURCE_BYTES)
+    except (RefusedFileError, OSError):
+        return None
 
 
 # --- config ----------------------------------------------------------------------------------

@@ -55,6 +55,10 @@ class SimpleMemory(ListStore):
         )
         self.embedder = context.embedder(config.embedding) if config.embedding else None
 
+    def key(self, item: MemoryItem) -> str:
+        """Items holding the same summary are one (another run may have kept it meanwhile)."""
+        return content_hash(item.content_summary)
+
     async def retrieve(
         self, query: str, top_k: int, threshold: float, *, node: str
     ) -> list[MemoryItem]:

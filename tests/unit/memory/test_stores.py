@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import fcntl
 import json
-from collections.abc import Sequence
+import os
+import socket
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
 
+from devall_cli import limits
 from devall_cli.errors import RunFailedError
+from devall_cli.memory import files
 from devall_cli.memory.base import (
     AUTO,
     MEMORY_STORES,
@@ -198,3 +205,217 @@ async def test_file_memory_indexes_once_and_updates_changed_files(tmp_path: Path
     assert embedder.texts == ["Pumpkin soup needs nutmeg."]
     assert [item.content_summary for item in third.items] == ["Pumpkin soup needs nutmeg."]
     assert list(json.loads(index.read_text())["file_metadata"]) == [str(docs / "soup.md")]
+
+
+# --- what is read, and what is refused ---------------------------------------------------------
+
+PROC_FILE = Path("/proc/self/status")  # says 0 bytes; holds about a thousand
+
+
+def file_settings(index: Path, source: Path = PROC_FILE) -> FileMemoryConfig:
+    return FileMemoryConfig((FileSource(str(source)),), EMBEDDING, index_path=str(index))
+
+
+@pytest.mark.skipif(not PROC_FILE.exists(), reason="needs Linux /proc")
+async def test_reads_stop_at_the_limit_whatever_size_the_file_tells(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    assert PROC_FILE.stat().st_size == 0 and len(PROC_FILE.read_bytes()) > 64
+    monkeypatch.setattr(limits, "MEMORY_FILE_BYTES", 64)
+    for type_name, settings in (
+        ("blackboard", BlackboardMemoryConfig(str(PROC_FILE))),
+        ("file", file_settings(PROC_FILE, tmp_path)),
+    ):
+        memory = store(type_name, settings, context("m", None, WordEmbedder()))
+        with pytest.raises(RunFailedError) as caught:
+            await memory.load()
+        assert str(caught.value) == (
+            f"memory store 'm': cannot read {PROC_FILE}: it holds more than the 64 bytes "
+            "devall reads"
+        )
+
+    embedder = WordEmbedder()
+    indexed = store("file", file_settings(tmp_path / "a.json"), context("m", None, embedder))
+    await indexed.load()
+    assert indexed.count() >= 1 and "Name:" in embedder.texts[0]
+    monkeypatch.setattr(limits, "MEMORY_SOURCE_BYTES", 64)
+    embedder.texts.clear()
+    left_out = store("file", file_settings(tmp_path / "b.json"), context("m", None, embedder))
+    await left_out.load()
+    assert left_out.count() == 0 and embedder.texts == []
+
+
+@contextlib.contextmanager
+def plant(kind: str, path: Path) -> Iterator[None]:
+    """Something that is not a regular file at `path`, for the time of the block."""
+    if kind == "directory":
+        path.mkdir()
+        yield
+    elif kind == "socket":
+        with socket.socket(socket.AF_UNIX) as listener:
+            listener.bind(str(path))
+            yield
+    else:
+        path.symlink_to("/dev/null")  # followed: the device is what would be read
+        yield
+
+
+@pytest.mark.parametrize("kind", ["directory", "socket", "device"])
+async def test_anything_but_a_regular_file_is_refused_naming_store_and_path(
+    kind: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "m.json"
+    said = {"directory": "a directory", "socket": "a socket", "device": "a character device"}
+    with plant(kind, path):
+        for type_name, settings in (
+            ("blackboard", BlackboardMemoryConfig(str(path))),
+            ("simple", SimpleMemoryConfig(str(path), None)),
+            ("file", file_settings(path, tmp_path / "docs")),
+        ):
+            memory = store(type_name, settings, context("m", None, WordEmbedder()))
+            with pytest.raises(RunFailedError) as caught:
+                await memory.load()
+            assert str(caught.value) == (
+                f"memory store 'm': cannot read {path}: it is {said[kind]}, not a regular file"
+            )
+        assert path.is_dir() if kind == "directory" else not path.is_file()
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["m.json"]
+
+
+@pytest.mark.parametrize(
+    ("type_name", "document", "reason"),
+    [
+        (
+            "blackboard",
+            [{"foo": "bar"}, 42, "str", None],
+            "entry 0 is not a memory item: it has no 'id'",
+        ),
+        (
+            "simple",
+            [{"id": "a", "content_summary": "kept"}, 42],
+            "entry 1 is not a memory item: it is a number, not an object",
+        ),
+        (
+            "simple",
+            [{"id": "a", "content_summary": "kept", "embedding": ["x"]}],
+            "entry 0 is not a memory item: its 'embedding' is not a list of numbers",
+        ),
+        (
+            "file",
+            {"file_metadata": {}, "contents": [{"id": "c", "output_snapshot": "text"}]},
+            "entry 0 of 'contents' is not a memory item: its 'output_snapshot' is a text, not "
+            "an object",
+        ),
+        (
+            "file",
+            {"file_metadata": {"a.md": 5}, "contents": []},
+            "the 'file_metadata' of 'a.md' is a number, not an object",
+        ),
+    ],
+    ids=["blackboard", "simple_number", "simple_embedding", "file_contents", "file_metadata"],
+)
+async def test_a_file_holding_entries_that_are_not_items_is_refused_and_left_as_it_is(
+    type_name: str, document: object, reason: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(document))
+    before = path.read_bytes()
+    settings = {
+        "blackboard": BlackboardMemoryConfig(str(path)),
+        "simple": SimpleMemoryConfig(str(path), None),
+        "file": file_settings(path, tmp_path / "docs"),
+    }[type_name]
+    memory = store(type_name, settings, context("m", None, WordEmbedder()))
+    with pytest.raises(RunFailedError) as caught:
+        await memory.load()
+    assert str(caught.value) == f"memory store 'm': cannot read {path}: {reason}"
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.json"]
+
+
+# --- several stores on one file ----------------------------------------------------------------
+
+
+class GatedEmbedder(WordEmbedder):
+    """Answers once `gate` is set: the store waits in the middle of its indexing."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = asyncio.Event()
+
+    async def embed(self, texts: Sequence[str], *, node: str = "") -> list[list[float]]:
+        await self.gate.wait()
+        return await super().embed(texts, node=node)
+
+
+async def test_stores_sharing_a_file_keep_what_each_added(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    path = tmp_path / "board.json"
+    ctx = context("b", None, WordEmbedder())
+    first = store("blackboard", BlackboardMemoryConfig(str(path)), ctx)
+    await first.write(visit("q", "there before"), node="a")
+    first.save()
+    one, two = (store("blackboard", BlackboardMemoryConfig(str(path)), ctx) for _ in range(2))
+    await one.load()
+    await two.load()  # both hold the file as it was before either wrote
+    for n in range(2):
+        await one.write(visit("q", f"one {n}"), node="a")
+    for n in range(3):
+        await two.write(visit("q", f"two {n}"), node="b")
+    one.save()
+    two.save()
+    await one.write(visit("q", "one again"), node="a")
+    one.save()
+    summaries = [item["content_summary"] for item in json.loads(path.read_text())]
+    assert summaries == ["there before", "one 0", "one 1", "two 0", "two 1", "two 2", "one again"]
+    assert one.count() == 7 and two.count() == 6
+
+    notes = tmp_path / "notes.json"
+    simple = [store("simple", SimpleMemoryConfig(str(notes), None), ctx) for _ in range(2)]
+    for memory, words in zip(simple, ("about ships", "about soup"), strict=True):
+        await memory.load()
+        await memory.write(visit("q", f"a long enough answer {words}"), node="a")
+        await memory.write(visit("q", "the same long answer from both"), node="a")
+    for memory in simple:
+        memory.save()
+    kept = [item["content_summary"] for item in json.loads(notes.read_text())]
+    assert len(kept) == 3 and sum("same long answer" in text for text in kept) == 1
+
+    with _held(path):
+        monkeypatch.setattr(files, "LOCK_WAIT_S", 0.05)
+        await one.write(visit("q", "while another writes"), node="a")
+        with pytest.raises(RunFailedError, match=r"another process has held its lock for 0.05 s"):
+            one.save()
+    assert len(json.loads(path.read_text())) == 7
+
+    # A file memory's index: a run that indexes while another writes keeps the other's files.
+    ships, soup = tmp_path / "ships.md", tmp_path / "soup.md"
+    ships.write_text("The harbour holds seventeen ships.")
+    soup.write_text("Tomato soup needs basil.")
+    index = tmp_path / "index.json"
+    gated = GatedEmbedder()
+    slow = store("file", file_settings(index, ships), context("docs", None, gated))
+    loading = asyncio.create_task(slow.load())
+    await asyncio.sleep(0)  # it has read the (missing) index and waits for its embeddings
+    quick = store("file", file_settings(index, soup), context("docs", None, WordEmbedder()))
+    await quick.load()
+    gated.gate.set()
+    await loading
+    saved = json.loads(index.read_text())
+    assert sorted(saved["file_metadata"]) == [str(ships), str(soup)]
+    assert sorted(item["content_summary"] for item in saved["contents"]) == [
+        "The harbour holds seventeen ships.",
+        "Tomato soup needs basil.",
+    ]
+
+
+@contextlib.contextmanager
+def _held(path: Path) -> Iterator[None]:
+    """The lock of the memory file at `path`, held as another process would hold it."""
+    fd = os.open(path.with_name(f".{path.name}.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
