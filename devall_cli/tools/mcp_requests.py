@@ -20,6 +20,7 @@ import contextlib
 import itertools
 import json
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -85,6 +86,7 @@ class RunningCall:
 
     context: CallContext
     clock: CallClock = field(default_factory=CallClock)
+    asked: Counter[str] = field(default_factory=Counter)  # sampling / elicitation requests
 
 
 class ServerRequests:
@@ -109,6 +111,26 @@ class ServerRequests:
         self._calls: dict[int, RunningCall] = {}  # in the order the calls started
         self._keys = itertools.count(1)
         self._known_roots: tuple[str, ...] | None = None
+        self._asked: Counter[str] = Counter()  # requests of each kind over the whole run
+
+    def _over_limit(self, kind: str, call: RunningCall | None) -> str | None:
+        """Count one `kind` request (sampling, elicitation); why it is refused, if it is."""
+        per_call = getattr(self.settings, f"{kind}_max_requests")
+        per_run = getattr(self.settings, f"{kind}_max_requests_per_run")
+        if call is not None and call.asked[kind] >= per_call:
+            return (
+                f"this tool call already made {per_call} {kind} requests, the most "
+                f"{kind}_max_requests allows"
+            )
+        if self._asked[kind] >= per_run:
+            return (
+                f"the server already made {per_run} {kind} requests in this run, the most "
+                f"{kind}_max_requests_per_run allows"
+            )
+        if call is not None:
+            call.asked[kind] += 1
+        self._asked[kind] += 1
+        return None
 
     # --- calls -------------------------------------------------------------------------------
 
@@ -265,9 +287,16 @@ class ServerRequests:
         )
         elicitor = (ctx.elicitor if ctx is not None else None) or self.elicitor
         policy = self.settings.elicitation or ("prompt" if elicitor is not None else "decline")
+        refused = self._over_limit("elicitation", call)
+        if refused is not None:
+            policy = "decline"
+            self._note(f"devall declined an elicitation request: {refused}")
         if self.events is not None:
             self.events.elicitation_requested(self.server_id, ctx, request, policy)
-        if policy == "prompt" and elicitor is not None:
+        if refused is not None:
+            answer = ElicitationAnswer("decline")
+            channel = "limit"
+        elif policy == "prompt" and elicitor is not None:
             with call.clock.pausing() if call is not None else contextlib.nullcontext():
                 answer = await elicitor.elicit(request)
             channel = elicitor.channel
@@ -291,6 +320,9 @@ class ServerRequests:
             return self._refuse(ctx, str(exc), started)
         if self.events is not None:
             self.events.sampling_requested(self.server_id, ctx, request)
+        refused = self._over_limit("sampling", call)
+        if refused is not None:
+            return self._refuse(ctx, f"devall refused this sampling request: {refused}", started)
         if ctx is None or ctx.sampler is None:
             why = "no agent node's tool call is running to answer it with its model"
             return self._refuse(ctx, f"devall cannot answer this sampling request: {why}", started)

@@ -189,3 +189,50 @@ def test_the_operator_fills_in_the_form_on_the_terminal(tmp_path: Path) -> None:
     assert requested["policy"] == "prompt"
     answered = next(e for e in seen if e["kind"] == "elicitation.answered")
     assert (answered["action"], answered["channel"]) == ("accept", "terminal")
+
+
+def asking_flow(folder: Path, method: str, times: int, **client: Any) -> Path:
+    """A scripted agent calling `tool_0` of a raw server that asks `method` `times` times."""
+    tooling = {
+        "type": "mcp_local",
+        "config": {
+            "command": sys.executable,
+            "args": [str(SERVERS_DIR / "raw_server.py"), "--asks", method,
+                     "--asks-times", str(times)],  # fmt: skip
+            **client,
+        },
+    }
+    script = [{"tool_calls": [{"name": "tool_0", "arguments": {}}]}, "sampled"]
+    config = {"provider": "scripted", "script": script, "tooling": [tooling]}
+    document = {"graph": {"id": "asks", "start": ["a"], "nodes": [
+        {"id": "a", "type": "agent", "config": config}]}}  # fmt: skip
+    path = folder / f"asks-{method.replace('/', '-')}.yaml"
+    path.write_text(json.dumps(document))
+    return path
+
+
+def test_a_server_cannot_ask_without_bound(tmp_path: Path) -> None:
+    """15 sampling requests in one call: 10 are answered by the model, the rest refused."""
+    flow = asking_flow(tmp_path, "sampling/createMessage", 15)
+    code, _, err = invoke("run", str(flow), "--task", "go", "--out", "s")
+    assert code == 0, err
+    answered = [e for e in events(Path("s"), "sampling.answered")]
+    assert [e["status"] for e in answered] == ["ok"] * 10 + ["failed"] * 5
+    assert "already made 10 sampling requests" in answered[-1]["error"]
+    assert "sampling_max_requests" in answered[-1]["error"]
+    stages = [e["stage"] for e in events(Path("s"), "model.request")]
+    assert stages.count("sampling") == 10
+    # Over the run, per server: a lower limit, across calls.
+    flow = asking_flow(tmp_path, "sampling/createMessage", 2, sampling_max_requests_per_run=1)
+    code, _, err = invoke("run", str(flow), "--task", "go", "--out", "r")
+    assert code == 0, err
+    answered = [e for e in events(Path("r"), "sampling.answered")]
+    assert [e["status"] for e in answered] == ["ok", "failed"]
+    assert "sampling_max_requests_per_run" in answered[-1]["error"]
+    # Elicitation likewise: past the limit, declined without asking anyone.
+    flow = asking_flow(tmp_path, "elicitation/create", 4, elicitation="accept_defaults",
+                       elicitation_max_requests=3)  # fmt: skip
+    code, _, err = invoke("run", str(flow), "--task", "go", "--out", "e")
+    assert code == 0, err
+    answers = [(e["action"], e["channel"]) for e in events(Path("e"), "elicitation.answered")]
+    assert answers == [("accept", "config")] * 3 + [("decline", "limit")]

@@ -4,6 +4,7 @@
     --modern-only    refuses the initialize handshake (-32022, it speaks 2026-07-28 only)
     --no-schema      lists a tool without an inputSchema
     --asks METHOD    during each call, asks the client METHOD first and answers with its reply
+    --asks-times N   with --asks: asks N times in each call (answers with the list of replies)
     --fixture        also lists the fixture tools below (callable by name either way)
     --record PATH    appends one JSON line per `sleep` call: tag, start, end, in_flight, peak
     --cancel-asked   with --asks: cancels its own request at once (notifications/cancelled) and
@@ -250,10 +251,14 @@ def call_result(name: str, arguments: dict[str, Any], asked: Any) -> dict[str, A
 
 
 def ask(method: str) -> dict[str, Any]:
-    """The params of what the server asks the client: an elicitation needs a message and form."""
+    """The params of what the server asks the client: an elicitation needs a message and form,
+    a sampling request messages and a token budget."""
     if method == "elicitation/create":
-        schema = {"type": "object", "properties": {"name": {"type": "string"}}}
+        schema = {"type": "object", "properties": {"name": {"type": "string", "default": "x"}}}
         return {"message": "Your name?", "requestedSchema": schema}
+    if method == "sampling/createMessage":
+        message = {"role": "user", "content": {"type": "text", "text": "Say something."}}
+        return {"messages": [message], "maxTokens": 20}
     return {}
 
 
@@ -358,6 +363,7 @@ def main() -> None:
     parser.add_argument("--modern-only", action="store_true")
     parser.add_argument("--no-schema", action="store_true")
     parser.add_argument("--asks", default=None)
+    parser.add_argument("--asks-times", type=int, default=1)
     parser.add_argument("--fixture", action="store_true")
     parser.add_argument("--record", default=None)
     parser.add_argument("--cancel-asked", action="store_true")
@@ -416,18 +422,21 @@ def main() -> None:
             result = fixture_result(params["name"], arguments, Seen.handshakes)
             send({"jsonrpc": "2.0", "id": request_id, "result": result})
         elif method == "tools/call":
-            asked = None
-            if options.asks:
+            asked: Any = None
+            answers: list[Any] = []
+            for _ in range(options.asks_times if options.asks else 0):
                 asked_id += 1
                 asking = {"jsonrpc": "2.0", "id": asked_id, "method": options.asks}
                 send({**asking, "params": ask(options.asks)})
                 if options.cancel_asked:
                     cancel = {"requestId": asked_id, "reason": "no longer needed"}
                     send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel})
-                    asked = "cancelled"
+                    answers.append("cancelled")
                 else:
                     answer = receive()
-                    asked = answer.get("result", answer.get("error")) if answer else None
+                    answers.append(answer.get("result", answer.get("error")) if answer else None)
+            if answers:
+                asked = answers[0] if options.asks_times == 1 else answers
             result = call_result(params["name"], params.get("arguments") or {}, asked)
             send({"jsonrpc": "2.0", "id": request_id, "result": result})
         elif method == "ping":

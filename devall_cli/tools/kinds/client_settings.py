@@ -1,6 +1,7 @@
 """What devall answers when an MCP server asks something of it: the keys `elicitation`,
-`sampling`, `sampling_max_tokens`, `roots` and `log_level`, shared by `mcp_remote` and
-`mcp_local` (parsed here, used by tools/mcp_requests.py).
+`sampling`, `sampling_max_tokens`, `roots`, `log_level` and the limits on how many sampling and
+elicitation requests a server may make, shared by `mcp_remote` and `mcp_local` (parsed here,
+used by tools/mcp_requests.py).
 """
 
 from __future__ import annotations
@@ -32,7 +33,19 @@ SAMPLING_POLICIES = ("allow", "deny")
 # MCP's log levels (RFC 5424 severities), least severe first.
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 DEFAULT_SAMPLING_MAX_TOKENS = 4096
-CLIENT_KEYS = frozenset({"elicitation", "sampling", "sampling_max_tokens", "roots", "log_level"})
+# How many sampling / elicitation requests a server may make during one tool call, and in all
+# during a run: past them devall refuses (a server must not run up the model bill unbounded).
+DEFAULT_MAX_PER_CALL = 10
+DEFAULT_MAX_PER_RUN = 100
+LIMIT_KEYS = (
+    "sampling_max_requests",
+    "sampling_max_requests_per_run",
+    "elicitation_max_requests",
+    "elicitation_max_requests_per_run",
+)
+CLIENT_KEYS = frozenset(
+    {"elicitation", "sampling", "sampling_max_tokens", "roots", "log_level", *LIMIT_KEYS}
+)
 _ROOT_KEYS = KeySpec(known=frozenset({"path", "name"}))
 
 
@@ -58,6 +71,10 @@ class McpClientConfig:
     sampling_max_tokens: int = DEFAULT_SAMPLING_MAX_TOKENS
     roots: tuple[RootConfig, ...] | None = None  # None: the workflow folder and the server's cwd
     log_level: str | None = None  # None: whatever the server sends
+    sampling_max_requests: int = DEFAULT_MAX_PER_CALL  # per tool call
+    sampling_max_requests_per_run: int = DEFAULT_MAX_PER_RUN  # per server, the whole run
+    elicitation_max_requests: int = DEFAULT_MAX_PER_CALL
+    elicitation_max_requests_per_run: int = DEFAULT_MAX_PER_RUN
 
 
 DEFAULT_CLIENT = McpClientConfig()
@@ -73,7 +90,18 @@ def parse_client_config(ck: Checker, config: dict[str, Any], path: KeyPath) -> M
         ),
         roots=_roots(ck, config.get("roots"), (*path, "roots")),
         log_level=_choice(ck, config, "log_level", path, LOG_LEVELS),
+        sampling_max_requests=_limit(ck, config, "sampling_max_requests", path),
+        sampling_max_requests_per_run=_limit(ck, config, "sampling_max_requests_per_run", path),
+        elicitation_max_requests=_limit(ck, config, "elicitation_max_requests", path),
+        elicitation_max_requests_per_run=_limit(
+            ck, config, "elicitation_max_requests_per_run", path
+        ),
     )
+
+
+def _limit(ck: Checker, config: dict[str, Any], key: str, path: KeyPath) -> int:
+    default = DEFAULT_MAX_PER_RUN if key.endswith("_per_run") else DEFAULT_MAX_PER_CALL
+    return opt_int(ck, config, key, path, default, minimum=0)
 
 
 def _choice(
