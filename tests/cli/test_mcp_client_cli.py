@@ -197,8 +197,9 @@ def asking_flow(folder: Path, method: str, times: int, **client: Any) -> Path:
         "type": "mcp_local",
         "config": {
             "command": sys.executable,
-            "args": [str(SERVERS_DIR / "raw_server.py"), "--asks", method,
-                     "--asks-times", str(times)],  # fmt: skip
+            "args": [
+                str(SERVERS_DIR / "raw_server.py"), "--asks", method, "--asks-times", str(times)
+            ],
             **client,
         },
     }
@@ -230,8 +231,9 @@ def test_a_server_cannot_ask_without_bound(tmp_path: Path) -> None:
     assert [e["status"] for e in answered] == ["ok", "failed"]
     assert "sampling_max_requests_per_run" in answered[-1]["error"]
     # Elicitation likewise: past the limit, declined without asking anyone.
-    flow = asking_flow(tmp_path, "elicitation/create", 4, elicitation="accept_defaults",
-                       elicitation_max_requests=3)  # fmt: skip
+    flow = asking_flow(
+        tmp_path, "elicitation/create", 4, elicitation="accept_defaults", elicitation_max_requests=3
+    )
     code, _, err = invoke("run", str(flow), "--task", "go", "--out", "e")
     assert code == 0, err
     answers = [(e["action"], e["channel"]) for e in events(Path("e"), "elicitation.answered")]
