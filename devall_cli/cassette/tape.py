@@ -58,7 +58,8 @@ Channel = Literal["model", "tools", "human"]
 ONLY_CHOICES = ("model", "tools")
 ENTRY_TYPES = ("model", "mcp", "human", "blob")
 # Exchanges of a server, not of a node visit (roots/list: the roots devall answered with).
-SERVER_METHODS = ("initialize", "tools/list", "roots/list")
+# notifications/message: the log messages of a server that no one call can claim.
+SERVER_METHODS = ("initialize", "tools/list", "roots/list", "notifications/message")
 
 
 @dataclass

@@ -3,7 +3,7 @@
 `RecordingSource` wraps a real source and records its start (`initialize`: protocol version
 and server name), every listing (`tools/list`), every call (`tools/call`: name, arguments, the
 normalized result and what the server reported during the call — progress, elicitation and
-sampling with devall's answers) and the roots devall answered it with (`roots/list`); binary
+sampling with devall's answers, log messages) and the roots devall answered it with; binary
 results are kept once, by sha256. `ReplaySource` stands in for the source: it starts no process
 and opens no connection, serves the recorded listing, and answers each call with the result
 recorded for the same node visit, tool and arguments (saving recorded attachments into the
@@ -79,6 +79,18 @@ class _CallNotes:
         self._events = events
         self.by_call: dict[str, list[dict[str, Any]]] = defaultdict(list)
         self.roots: list[dict[str, Any]] = []  # the roots answered to the server, in order
+        self.in_flight: list[str] = []  # the calls running on this source, by call id
+        self.messages: list[dict[str, Any]] = []  # log messages no one call can claim
+
+    def server_message(self, server_id: str, level: str, logger: str | None, text: str) -> None:
+        # A log message comes with no call: it is the call's when only one is running.
+        note = {"event": "server_message", "args": [level, logger, text]}
+        if len(self.in_flight) == 1:
+            self.by_call[self.in_flight[0]].append(note)
+        else:
+            self.messages.append(note)
+        if self._events is not None:
+            self._events.server_message(server_id, level, logger, text)
 
     def roots_sent(self, server_id: str, roots: Sequence[str], reason: str) -> None:
         self.roots.append({"roots": list(roots), "reason": reason})
@@ -162,6 +174,9 @@ class RecordingSource:
         started = time.monotonic()
         params = {"name": name, "arguments": dict(arguments)}
         entry: dict[str, Any] = {"type": "mcp", "server": self.id, "method": "tools/call"}
+        running = context.call_id if context is not None else ""
+        if running:
+            self._notes.in_flight.append(running)
         try:
             result = await self._inner.call_tool(name, arguments, context=context)
         except DevallError as exc:
@@ -169,6 +184,9 @@ class RecordingSource:
                 {**entry, "params": params, "error": error_entry(exc), **self._notes_of(context)}
             )
             raise
+        finally:
+            if running in self._notes.in_flight:
+                self._notes.in_flight.remove(running)
         kept = {
             "is_error": result.is_error,
             "error_class": result.error_class,
@@ -208,6 +226,11 @@ class RecordingSource:
             self._tape.record({"type": "mcp", "server": self.id, "method": "roots/list",
                                "result": answers})  # fmt: skip
             self._notes.roots = []
+        if self._notes.messages:
+            kept = {"messages": self._notes.messages}
+            self._tape.record({"type": "mcp", "server": self.id,
+                               "method": "notifications/message", "result": kept})  # fmt: skip
+            self._notes.messages = []
 
 
 class ReplaySource:
@@ -241,6 +264,9 @@ class ReplaySource:
             for answer in (roots.get("result") or {}).get("answers") or []:
                 listed = [str(root) for root in answer.get("roots") or []]
                 self._ctx.events.roots_sent(self.id, listed, str(answer.get("reason", "listed")))
+        logged = self._tape.server_entry(self.id, "notifications/message")
+        if logged is not None:  # the log messages of no one call, told at the start
+            await self._tell((logged.get("result") or {}).get("messages") or [], None)
         return ServerInfo(
             protocol_version=result.get("protocol_version"),
             server_name=result.get("server_name"),
@@ -328,9 +354,11 @@ class ReplaySource:
                 if _answered_ok(notes[number + 1 :]) and call.sampler is not None:
                     await call.sampler.sample(_sampling(args[0]))
                 continue
-            if events is None or name not in _NOTES:
+            if events is None or name not in (*_NOTES, "server_message"):
                 continue
-            if name == "tool_progress" and len(args) == 3:
+            if name == "server_message" and len(args) == 3:
+                events.server_message(self.id, str(args[0]), args[1], str(args[2]))
+            elif name == "tool_progress" and len(args) == 3:
                 events.tool_progress(self.id, call, *args)
             elif name == "elicitation_requested" and len(args) == 2:
                 events.elicitation_requested(self.id, call, _elicitation(args[0]), args[1])

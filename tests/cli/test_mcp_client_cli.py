@@ -77,13 +77,14 @@ def test_the_example_answers_its_server_and_records_every_exchange() -> None:
         # By kind: the three calls of one turn run at once, so kinds interleave freely.
         found: dict[str, list[str]] = {}
         for e in events(Path(run)):
-            if e["kind"].startswith(told):
+            if e["kind"].startswith(told) or (e["kind"] == "server.log" and e.get("level")):
                 kept = {k: v for k, v in e.items() if k not in ("ts", "run_id", "duration_ms")}
                 found.setdefault(e["kind"], []).append(json.dumps(kept, sort_keys=True))
         return found
 
     assert reports("rep") == reports("run")
-    assert len(reports("rep")) == 6
+    assert len(reports("rep")) == 7
+    assert len(reports("rep")["server.log"]) == 2  # the server's log notifications
     sampled = [e for e in events(Path("rep")) if e["kind"] == "model.request"]
     assert [e["stage"] for e in sampled].count("sampling") == 1  # the model asked again
 
