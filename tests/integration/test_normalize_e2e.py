@@ -56,18 +56,10 @@ def http_server() -> Iterator[ServerProcess]:
         yield server
 
 
-@pytest.fixture(params=["stdio", "http"])
-async def source(
-    request: pytest.FixtureRequest, tmp_path: Path, http_server: ServerProcess
-) -> AsyncIterator[McpSessionSource]:
+@pytest.fixture
+async def source(tmp_path: Path, http_server: ServerProcess) -> AsyncIterator[McpSessionSource]:
+    """The module's HTTP server (each kind once); stdio gets every kind in one session below."""
     store = AttachmentStore(tmp_path / "run")
-    if request.param == "stdio":
-        src: McpSessionSource = FixtureStdioSource(
-            id="fx", target="fixture", request_timeout=10, init_timeout=15, store=store
-        )
-        yield src
-        await src.close()
-        return
     src = RemoteSource(id="fx", config=McpRemoteConfig(server=http_server.url), store=store)
     yield src
     await src.close()
@@ -158,8 +150,33 @@ async def test_structured_content_without_content_blocks(source: McpSessionSourc
     assert '"answer":42' in render_for_model([block])
 
 
-async def test_without_a_store_binary_content_is_named_not_saved(tmp_path: Path) -> None:
-    src = FixtureStdioSource(id="fx", target="fixture", request_timeout=10, init_timeout=15)
+KINDS = ("echo", "image", "audio", "blob_resource", "text_resource", "resource_link", "structured")
+
+
+async def test_every_kind_reads_the_same_over_stdio(
+    tmp_path: Path, source: McpSessionSource
+) -> None:
+    """One stdio session (fastmcp's own transport under the session layer) for every kind."""
+    store = AttachmentStore(tmp_path / "stdio")
+    stdio = FixtureStdioSource(
+        id="fx", target="fixture", request_timeout=10, init_timeout=15, store=store
+    )
+    try:
+        for tool in KINDS:
+            arguments = {"text": "héllo"} if tool == "echo" else {}
+            over_stdio = only(await stdio.call_tool(tool, arguments))
+            over_http = only(await source.call_tool(tool, arguments))
+            assert over_stdio == over_http, tool
+            if isinstance(over_stdio, AttachmentBlock):
+                assert saved_bytes(stdio, over_stdio) == saved_bytes(source, over_http)
+    finally:
+        await stdio.close()
+
+
+async def test_without_a_store_binary_content_is_named_not_saved(
+    tmp_path: Path, http_server: ServerProcess
+) -> None:
+    src = RemoteSource(id="fx", config=McpRemoteConfig(server=http_server.url))
     try:
         block = only(await src.call_tool("image", {}))
     finally:
