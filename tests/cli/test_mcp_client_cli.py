@@ -12,7 +12,7 @@ from typing import Any
 from tests.cli.flows import invoke
 from tests.conftest import REPO_ROOT
 from tests.helpers import events
-from tests.servers.serve import SERVERS_DIR
+from tests.servers.serve import SERVERS_DIR, ServerProcess
 
 EXAMPLE = REPO_ROOT / "workflows" / "examples" / "mcp_client_features.yaml"
 PYTHON = f"PYTHON={sys.executable}"
@@ -89,8 +89,9 @@ def test_the_example_answers_its_server_and_records_every_exchange() -> None:
     assert [e["stage"] for e in sampled].count("sampling") == 1  # the model asked again
 
 
-def features_workflow(folder: Path, **client: Any) -> Path:
-    tooling = {
+def features_workflow(folder: Path, url: str | None = None, **client: Any) -> Path:
+    """One agent on the features server: started over stdio, or the one serving at `url`."""
+    tooling: dict[str, Any] = {
         "type": "mcp_local",
         "config": {
             "command": sys.executable,
@@ -99,6 +100,8 @@ def features_workflow(folder: Path, **client: Any) -> Path:
             **client,
         },
     }
+    if url is not None:
+        tooling = {"type": "mcp_remote", "config": {"server": url, **client}}
     config = {"provider": "scripted", "script": ["x"], "tooling": [tooling]}
     document = {
         "graph": {
@@ -113,7 +116,13 @@ def features_workflow(folder: Path, **client: Any) -> Path:
 
 
 def test_tools_list_and_call_keep_what_the_server_says(tmp_path: Path) -> None:
-    flow = str(features_workflow(tmp_path, elicitation="accept_defaults"))
+    """Four commands on one features server (over HTTP: started once for them all)."""
+    with ServerProcess(SERVERS_DIR / "features_server.py") as server:
+        flow = features_workflow(tmp_path, server.url, elicitation="accept_defaults")
+        features_commands(str(flow))
+
+
+def features_commands(flow: str) -> None:
     code, out, err = invoke("tools", "list", flow, "--json")
     assert code == 0, err
     tools = {tool["name"]: tool for tool in json.loads(out)}
