@@ -55,7 +55,7 @@ def two_servers(tmp_path: Path, url: str) -> Path:
     return path
 
 
-def test_resources_over_stdio_ad_hoc(tmp_path: Path) -> None:
+def test_resources_over_stdio_ad_hoc(tmp_path: Path, remote: ServerProcess) -> None:
     listed = cli("resources", "list", "--command", local_command(), "--json")
     assert listed.returncode == 0, listed.stderr
     rows = json.loads(listed.stdout)
@@ -63,8 +63,9 @@ def test_resources_over_stdio_ad_hoc(tmp_path: Path) -> None:
         ("resources_server", "memo://notes", "text/plain"),
         ("resources_server", "memo://logo.png", "image/png"),
     ]
-    text = cli("resources", "read", "--command", local_command(), "memo://notes")
-    assert text.returncode == 0 and text.stdout == NOTES, text.stderr
+    # Text, and a resource the server does not have, on the module's HTTP server.
+    text = cli("resources", "read", "--url", remote.url, "memo://notes")
+    assert text.returncode == 0 and text.stdout == NOTES + "-http\n", text.stderr
     binary = cli(
         "resources", "read", "--command", local_command(), "memo://logo.png", "--json", cwd=tmp_path
     )
@@ -73,7 +74,7 @@ def test_resources_over_stdio_ad_hoc(tmp_path: Path) -> None:
     (block,) = document["contents"]
     assert block["type"] == "attachment" and block["mime_type"] == "image/png"
     assert (tmp_path / document["run_dir"] / block["path"]).read_bytes() == LOGO
-    missing = cli("resources", "read", "--command", local_command(), "memo://nope")
+    missing = cli("resources", "read", "--url", remote.url, "memo://nope")
     assert missing.returncode == 1 and "memo://nope" in missing.stderr
 
 
