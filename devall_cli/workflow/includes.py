@@ -20,11 +20,12 @@ from devall_cli.config.model import GraphConfig
 from devall_cli.config.placeholders import UNRESOLVED, PlaceholderResolver
 from devall_cli.config.schema import Checker, KeySpec, check_keys, describe
 from devall_cli.config.scope import LoadBudget, LoadScope, within_limits
-from devall_cli.config.yaml_source import KeyPath, SourceDocument, load_source
+from devall_cli.config.yaml_source import KeyPath, SourceDocument, parse_source
 from devall_cli.errors import ConfigError, ConfigIssue
 from devall_cli.redaction import Redactor, masking
 
 TOP_KEYS = KeySpec(known=frozenset({"version", "vars", "graph"}))
+WORKFLOW_SUFFIXES = (".yaml", ".yml", ".json")
 
 
 def subgraph_candidates(name: str, scope: LoadScope) -> list[tuple[Path, str]]:
@@ -70,12 +71,20 @@ def load_subgraph_file(ck: Checker, name: str, path: KeyPath) -> tuple[GraphConf
         ck.error(path, f"subgraph file '{name}' not found (tried: {tried})")
         return None
     file, display = found
+    if file.suffix.lower() not in WORKFLOW_SUFFIXES:
+        # Never read: a file that is not a workflow must not be quoted back line by line.
+        ck.error(
+            path,
+            f"subgraph file '{display}' is not a workflow file: its name must end in "
+            f"{', '.join(WORKFLOW_SUFFIXES)}",
+        )
+        return None
     if any(file == seen for seen, _ in scope.chain):
         start = next(i for i, (seen, _) in enumerate(scope.chain) if seen == file)
         loop = " → ".join([*(shown for _, shown in scope.chain[start:]), display])
         ck.error(path, f"subgraph files include each other in a loop: {loop}")
         return None
-    doc = _document(ck, file, display)
+    doc = _document(ck, file, display, path)
     if doc is None or not _within_budget(ck, path, scope.budget, doc):
         return None
     child = ck.for_document(doc, scope.including(file, doc.file))
@@ -83,16 +92,33 @@ def load_subgraph_file(ck: Checker, name: str, path: KeyPath) -> tuple[GraphConf
     return (graph, doc.file) if graph is not None else None
 
 
-def _document(ck: Checker, file: Path, display: str) -> SourceDocument | None:
-    """The parsed file, read once per load (None if it cannot be); problems are recorded once."""
+def _document(ck: Checker, file: Path, display: str, path: KeyPath) -> SourceDocument | None:
+    """The parsed file, read once per load (None if it cannot be); problems are recorded once.
+
+    A file whose top level is not a workflow's (a mapping with `graph`, or a bare graph's
+    `nodes`) is refused at the node that names it, without a line of it: whatever else it
+    holds is not shown.
+    """
     documents = ck.scope.budget.documents if ck.scope is not None else {}
     if file not in documents:
         try:
-            documents[file] = load_source(file, display)
+            doc: SourceDocument | None = parse_source(file, display)
         except ConfigError as exc:
-            documents[file] = None
+            doc = None
             ck.issues.extend(exc.issues or [ConfigIssue(exc.message, file=display)])
+        if doc is not None and not _looks_like_a_workflow(doc.data):
+            ck.error(
+                path,
+                f"subgraph file '{display}' is not a workflow: its top level is not a "
+                "mapping with a 'graph' key (or a graph's 'nodes')",
+            )
+            doc = None
+        documents[file] = doc
     return documents[file]
+
+
+def _looks_like_a_workflow(data: Any) -> bool:
+    return isinstance(data, dict) and ("graph" in data or "nodes" in data)
 
 
 def _within_budget(ck: Checker, path: KeyPath, budget: LoadBudget, doc: SourceDocument) -> bool:

@@ -539,3 +539,27 @@ def test_bad_subgraph_configs_are_located(
     assert any(e.path == f"graph.nodes[0].{path}" and message in e.message for e in errors), [
         (e.path, e.message) for e in errors
     ]
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "secret", "problem"),
+    [
+        ("credentials", "[default]\nkey = wJalrXUtnFEMIK7MDENG\n", "wJalrXUtnFEMIK7MDENG", "file"),
+        ("keys.env", "OPENAI_API_KEY=sk-leak-0123456789\nA: b\n", "sk-leak-0123456789", "file"),
+        ("shadow.yaml", "root:$6$saltsalt$hashhash:19000:0:99999:7:::\n", "saltsalt", "top level"),
+        ("config.yaml", "password: hunter2-very-secret\n", "hunter2-very-secret", "top level"),
+        ("list.yaml", "- secret-item-one\n", "secret-item-one", "top level"),
+    ],
+)
+def test_a_file_that_is_not_a_workflow_is_refused_without_quoting_it(
+    tmp_path: Path, name: str, content: str, secret: str, problem: str
+) -> None:
+    """Naming any readable file as a subgraph must not print its lines back as warnings."""
+    (tmp_path / name).write_text(content)
+    path = write(tmp_path / "flow.yaml", top(file_node(name)))
+    workflow, issues = validate_workflow(path, environ={})
+    assert workflow is None
+    (error,) = [issue for issue in issues if issue.severity == "error"]
+    assert error.file == str(path) and "is not a workflow" in error.message
+    assert ("name must end in" if problem == "file" else "top level") in error.message
+    assert not any(secret in f"{i.message} {i.source_line}" for i in issues)
