@@ -29,7 +29,6 @@ _EXTENSIONS = {
     "image/jpg": ".jpg",
     "image/gif": ".gif",
     "image/webp": ".webp",
-    "image/svg+xml": ".svg",
     "audio/wav": ".wav",
     "audio/x-wav": ".wav",
     "audio/wave": ".wav",
@@ -53,11 +52,25 @@ def safe_part(text: str, fallback: str) -> str:
     return cleaned or fallback
 
 
+# Extensions a browser runs or renders as a page (scripts, HTML, SVG, XML with style sheets):
+# a server's bytes never get one, or opening the file from the report would run its script
+# as a file:// page, outside the report's content policy. They are saved as text instead.
+_ACTIVE = frozenset(
+    {".htm", ".html", ".xhtml", ".xht", ".shtml", ".svg", ".svgz", ".xml", ".xsl", ".xslt",
+     ".js", ".mjs", ".es", ".hta", ".swf", ".php", ".jsp", ".asp", ".mht", ".mhtml"}
+)  # fmt: skip
+_ACTIVE_MIME = re.compile(r"html|xml|svg|script|x-shockwave")
+
+
 def extension_for(mime_type: str) -> str:
-    """A safe file extension for a MIME type; `.bin` when unknown."""
+    """A safe file extension for a MIME type; `.bin` when unknown, `.txt` for active content."""
     mime = mime_type.split(";", 1)[0].strip().lower()
+    if _ACTIVE_MIME.search(mime):
+        return ".txt"
     ext = _EXTENSIONS.get(mime) or mimetypes.guess_extension(mime) or ".bin"
-    return ext if _SAFE_EXT.fullmatch(ext) else ".bin"
+    if not _SAFE_EXT.fullmatch(ext):
+        return ".bin"
+    return ".txt" if ext.lower() in _ACTIVE else ext
 
 
 def attachment_name(tool_name: str, kind: str, mime_type: str, n: int) -> str:

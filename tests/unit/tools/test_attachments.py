@@ -60,6 +60,13 @@ def test_numbers_count_per_tool_and_kind(tmp_path: Path) -> None:
         ("application/x-made-up", ".bin"),
         ("", ".bin"),
         ("image/../../evil", ".bin"),
+        # Content a browser would run when the report links it: saved as inert text.
+        ("text/html", ".txt"),
+        ("image/svg+xml", ".txt"),
+        ("application/xhtml+xml", ".txt"),
+        ("text/javascript", ".txt"),
+        ("application/xml", ".txt"),
+        ("TEXT/HTML; charset=utf-8", ".txt"),
     ],
 )
 def test_extension_from_mime(mime: str, ext: str) -> None:
