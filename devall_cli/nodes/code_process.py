@@ -5,6 +5,12 @@ The child starts a session of its own (its pid is its process group), dies with 
 the run is cancelled (Ctrl-C, SIGTERM), its whole group, and any helper that left the group,
 is SIGKILLed and reaped before this returns. Standard input is empty; stdout and stderr are
 read to the end but kept only up to `limits.CODE_OUTPUT_CHARS` characters each.
+
+On Linux the script runs under a small reaper (devall's own Python, isolated): a child
+subreaper (`PR_SET_CHILD_SUBREAPER`), so that whatever the script starts — a process in a new
+session, a daemon that forks twice and whose parent exits at once — stays below it instead of
+moving to init. When the script exits, the reaper kills and reaps everything left below it,
+then ends as the script did (its exit status, or the signal that ended it).
 """
 
 from __future__ import annotations
@@ -12,7 +18,10 @@ from __future__ import annotations
 import asyncio
 import codecs
 import contextlib
+import os
+import shutil
 import signal
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -35,6 +44,23 @@ TREE_WAIT = 10.0
 DRAIN_WAIT = 1.0  # seconds to read the last output once the group is gone
 TRACK_INTERVAL = 0.5  # seconds between looks for helpers that left the group
 POLL = 0.02  # seconds between looks at whether the child exited
+
+
+def _not_startable(interpreter: str, cwd: str, env: Mapping[str, str]) -> ScriptOutcome | None:
+    """Why the interpreter cannot be started, found before the reaper runs it (None: it can)."""
+    if os.sep in interpreter:
+        path = interpreter if os.path.isabs(interpreter) else os.path.join(cwd, interpreter)
+        if not os.path.exists(path):
+            return ScriptOutcome("not_started", error=f"Interpreter {interpreter} not found")
+        if os.path.isdir(path) or not os.access(path, os.X_OK):
+            reason = "Is a directory" if os.path.isdir(path) else "Permission denied"
+            return ScriptOutcome(
+                "not_started", error=f"Interpreter {interpreter} could not be started: {reason}"
+            )
+        return None
+    if shutil.which(interpreter, path=env.get("PATH", os.defpath)) is None:
+        return ScriptOutcome("not_started", error=f"Interpreter {interpreter} not found")
+    return None
 
 
 @dataclass(frozen=True)
@@ -76,6 +102,62 @@ class CappedText:
         return kept
 
 
+# The reaper: argv[1:] is the script's command. Standard library only, no site, no cwd on the
+# path (-I -S): a file in the script's workspace cannot stand in for a module it imports.
+REAPER = r"""
+import ctypes, os, signal, subprocess, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+def dies_with_us():
+    libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+try:
+    child = subprocess.Popen(sys.argv[1:], preexec_fn=dies_with_us)
+except OSError as exc:
+    sys.stderr.write(f"{exc.strerror or exc}\n")
+    sys.exit(127)
+code = child.wait()
+me = str(os.getpid())
+def below():
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat") as stat:
+                    parent = stat.read().rsplit(")", 1)[1].split()[1]
+            except (OSError, IndexError):
+                continue
+            if parent == me:
+                found.append(int(name))
+    return found
+while left := below():
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    while True:
+        try:
+            if os.waitpid(-1, 0)[0] == 0:
+                break
+        except ChildProcessError:
+            break
+sys.stdout.flush()
+if code < 0:
+    signal.signal(-code, signal.SIG_DFL)
+    os.kill(os.getpid(), -code)
+sys.exit(code)
+"""
+# What the reaper exits with when the interpreter could not be started at all.
+REAPER_NOT_STARTED = 127
+
+
+def reaped(command: Sequence[str]) -> list[str]:
+    """`command` under the reaper (Linux), or as it is elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return list(command)
+    return [sys.executable, "-I", "-S", "-c", REAPER, *command]
+
+
 async def run_script(
     command: Sequence[str],
     *,
@@ -85,9 +167,12 @@ async def run_script(
     encoding: str,
 ) -> ScriptOutcome:
     """Run `command` in `cwd` with `env` for at most `timeout` seconds."""
+    missing = _not_startable(command[0], cwd, env)
+    if missing is not None:
+        return missing
     try:
         proc = await asyncio.create_subprocess_exec(
-            *command,
+            *reaped(command),
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,

@@ -233,6 +233,35 @@ async def test_what_a_script_leaves_running_is_killed_when_it_ends(tmp_path: Pat
     assert pids(tmp_path) and all_gone(pids(tmp_path))
 
 
+ESCAPES = """
+import os, subprocess, sys
+# A process in a session of its own, and a daemon that forks twice; the script exits at once.
+away = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                        start_new_session=True)
+read, write = os.pipe()
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.write(write, f"{os.getpid()}\\n".encode())
+        import time
+        time.sleep(60)
+    os._exit(0)
+os.close(write)
+daemon = int(os.read(read, 100).split()[0])
+open("pids.txt", "w").write(f"{away.pid}\\n{daemon}\\n")
+print("left behind", flush=True)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the reaper is Linux's")
+async def test_what_a_script_starts_outside_its_group_is_killed_too(tmp_path: Path) -> None:
+    """A new session and a double-forked daemon: neither outlives the script's node."""
+    assert await output(tmp_path, node(), ESCAPES) == "left behind\n"
+    started = pids(tmp_path)
+    assert len(started) == 2 and all_gone(started)
+    assert live_child_pids() == []
+
+
 async def test_a_script_slow_to_die_is_waited_for_and_then_forgotten(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
