@@ -22,6 +22,7 @@ import re
 import secrets
 import shutil
 import signal
+import stat
 import tempfile
 import time
 from collections.abc import Callable, Mapping
@@ -167,12 +168,39 @@ def ship(working_dir: Path, temp_dir: Path | None = None) -> dict[str, Any]:
     (a workflow kept in /tmp): Ray would be zipping the files its running session writes.
     """
     excludes = list(SHIP_EXCLUDES)
+    skipped: Path | None = None
     if temp_dir is not None:
         with contextlib.suppress(ValueError):
             inside = temp_dir.resolve().relative_to(working_dir.resolve())
-            # Ray reads excludes as .gitignore lines: anchored, wildcard characters escaped.
-            excludes.append("/" + re.sub(r"([\\\[\]*?!#])", r"\\\1", inside.as_posix()))
+            excludes.append(_anchored(inside.as_posix()))
+            skipped = temp_dir.resolve()
+    excludes += [_anchored(name) for name in special_files(working_dir, skipped)]
     return {"working_dir": str(working_dir), "excludes": excludes}
+
+
+def _anchored(relative: str) -> str:
+    """Ray reads excludes as .gitignore lines: anchored, wildcard characters escaped."""
+    return "/" + re.sub(r"([\\\[\]*?!#])", r"\\\1", relative)
+
+
+def special_files(folder: Path, skipped: Path | None = None) -> list[str]:
+    """What below `folder` is neither a regular file nor a folder (FIFOs, sockets, devices,
+    links to them), as paths relative to it: Ray would open each to pack it, and a FIFO with no
+    writer blocks that open for ever. The folders Ray is told to leave out are not walked."""
+    found: list[str] = []
+    root = folder.resolve()
+    for current, dirs, files in os.walk(root):
+        here = Path(current)
+        dirs[:] = [d for d in dirs if d not in SHIP_EXCLUDES and (here / d) != skipped]
+        for name in files:
+            path = here / name
+            try:
+                mode = os.stat(path).st_mode
+            except OSError:
+                continue  # a dangling link: Ray skips what it cannot open
+            if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+                found.append(path.relative_to(root).as_posix())
+    return sorted(found)
 
 
 def on_loopback(address: str) -> bool:

@@ -92,6 +92,40 @@ def test_a_clusters_own_folder_inside_the_workflow_folder_is_never_shipped(
     assert ship(tmp_path, Path("/elsewhere/devall-ray-x1"))["excludes"] == list(SHIP_EXCLUDES)
 
 
+def test_fifos_sockets_and_devices_in_the_workflow_folder_are_never_packed(
+    tmp_path: Path,
+) -> None:
+    """Ray opens every file it packs: a FIFO with no writer would block that for ever."""
+    pytest.importorskip("ray", reason="uses Ray's own packaging to see what is shipped")
+    import os
+    import socket
+    import threading
+
+    from ray._private.runtime_env.packaging import get_uri_for_directory
+
+    (tmp_path / "flow.yaml").write_text("graph: {}")
+    (tmp_path / "deep" / "er").mkdir(parents=True)
+    os.mkfifo(tmp_path / "deep" / "er" / "a pipe[1]")
+    os.symlink("/dev/zero", tmp_path / "zeros")
+    listening = socket.socket(socket.AF_UNIX)
+    listening.bind(str(tmp_path / "sock"))
+    try:
+        env = ship(tmp_path)
+        assert env["excludes"][-3:] == ["/deep/er/a pipe\\[1\\]", "/sock", "/zeros"]
+        done: list[str] = []
+        packer = threading.Thread(
+            target=lambda: done.append(get_uri_for_directory(str(tmp_path), True, env["excludes"])),
+            daemon=True,
+        )
+        packer.start()
+        packer.join(30)
+        if not done:  # unblock the open that hangs, then fail
+            os.close(os.open(tmp_path / "deep" / "er" / "a pipe[1]", os.O_WRONLY | os.O_NONBLOCK))
+        assert done, "packing the folder blocked on a FIFO"
+    finally:
+        listening.close()
+
+
 def test_run_files_go_back_whole_and_never_outside_their_directory(tmp_path: Path) -> None:
     source = tmp_path / "source"
     (source / "attachments").mkdir(parents=True)
