@@ -72,7 +72,9 @@ class ScriptedProvider:
         turn = self._script[self._cursor["turn"]]
         self._cursor["turn"] += 1
         content = None if turn.content is None else fill_placeholders(turn.content, messages)
-        calls = tuple(self._tool_call(call.name, call.arguments) for call in turn.tool_calls)
+        calls = tuple(
+            self._tool_call(call.name, call.arguments, messages) for call in turn.tool_calls
+        )
         if content is None and not calls:
             content = ""
         return AssistantMessage(content=content, tool_calls=calls)
@@ -80,9 +82,12 @@ class ScriptedProvider:
     async def aclose(self) -> None:
         """Nothing to release."""
 
-    def _tool_call(self, name: str, arguments: Mapping[str, Any]) -> ToolCall:
+    def _tool_call(
+        self, name: str, arguments: Mapping[str, Any], messages: Sequence[Mapping[str, Any]]
+    ) -> ToolCall:
         self._cursor["calls"] += 1
-        plain = _plain(arguments)
+        # Placeholders in argument texts are filled as in content (`{"text": "{input}"}`).
+        plain = _filled(_plain(arguments), messages)
         return ToolCall(
             id=f"call_{self._cursor['calls']}",
             name=name,
@@ -101,6 +106,17 @@ def fill_placeholders(text: str, messages: Sequence[Mapping[str, Any]]) -> str:
         "tool_results": "\n".join(results),
     }
     return _PLACEHOLDER.sub(lambda match: values[match.group(1)], text)
+
+
+def _filled(value: Any, messages: Sequence[Mapping[str, Any]]) -> Any:
+    """Every text inside `value` with its placeholders filled; other values as they are."""
+    if isinstance(value, str):
+        return fill_placeholders(value, messages)
+    if isinstance(value, dict):
+        return {key: _filled(item, messages) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_filled(item, messages) for item in value]
+    return value
 
 
 def _plain(value: Any) -> Any:

@@ -134,3 +134,17 @@ async def test_scripted_tool_calls_become_an_openai_assistant_message() -> None:
         ],
     }
     assert "tool_calls" not in (await ScriptedProvider(()).complete([], [])).to_message()
+
+
+async def test_placeholders_in_tool_call_arguments_are_filled_too() -> None:
+    call = ScriptedToolCall(
+        "echo",
+        frozen_mapping({"text": "{input}", "nested": {"last": ["got {tool_result}", 3]}}),
+    )
+    provider = ScriptedProvider((ScriptedTurn(tool_calls=(call,)),))
+    (made,) = (await provider.complete(conversation("42"), [])).tool_calls
+    assert made.arguments == {
+        "text": "first task\nsecond input",
+        "nested": {"last": ["got 42", 3]},
+    }
+    assert json.loads(made.raw_arguments) == made.arguments
