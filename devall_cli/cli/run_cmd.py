@@ -189,6 +189,12 @@ def run_command(
     if quiet and verbose:
         raise UsageError("give --quiet or --verbose, not both")
     task_text = read_task(task, task_file)
+    if task is None and task_file is None:
+        print_line(
+            stderr_console(),
+            "devall: warning: no task given: the start nodes get an empty task "
+            "(give --task TEXT or --task-file PATH)",
+        )
     check_tape_options(record, replay, replay_only)
     loaded = load(workflow, var, env_file, environ=replay_environ(replay))
     tape = open_tape(loaded, workflow, var, env_file, record, replay, replay_only)

@@ -206,6 +206,10 @@ def test_literal_passthrough_conditions_and_final_output(tmp_path: Path) -> None
     assert result["output"] == "status: green"
     statuses = {n["id"]: n["status"] for n in result["nodes"]}
     assert statuses["on_green"] == "ok" and statuses["on_red"] != "ok"
+    # Run without a task: it runs, and says the task is empty.
+    assert "devall: warning: no task given: the start nodes get an empty task" in err
+    code, _, err = invoke("run", str(wf), "--out", "run2", "--task", "")
+    assert code == 0 and "no task given" not in err
 
 
 def test_exit_codes_for_llm_failures(tmp_path: Path, llm: FakeLLM) -> None:
