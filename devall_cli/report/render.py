@@ -99,9 +99,11 @@ def _facts(log: RunLog) -> list[tuple[str, str]]:
         facts.append(("exit code", str(log.exit_code)))
     model_calls = totals.get("model_calls", sum(n.model_calls for n in log.nodes))
     facts.append(("model calls", str(model_calls)))
-    facts.append(
-        ("tool calls", str(totals.get("tool_calls", sum(n.tool_calls for n in log.nodes))))
-    )
+    calls = str(totals.get("tool_calls", sum(n.tool_calls for n in log.nodes)))
+    failed = totals.get("tool_errors")
+    if isinstance(failed, int) and not isinstance(failed, bool) and failed > 0:
+        calls += f" ({failed} failed)"
+    facts.append(("tool calls", calls))
     if isinstance(tokens, dict):
         facts.append(("tokens", f"{tokens.get('total', 0):,}"))
     return facts

@@ -448,20 +448,26 @@ class ConsoleSink(McpRequestsTrace):
                 Text(str(node.tokens.total)),
                 Text(format_ms(node.duration_ms)),
             )
+        failed = result.tool_errors
+        calls = f"{result.tool_calls} ({failed} failed)" if failed else str(result.tool_calls)
         table.add_row(
             Text("total", style="bold"),
             Text(event.status, style="bold"),
             Text(str(result.model_calls)),
-            Text(str(result.tool_calls)),
+            Text(calls, style="yellow" if failed else ""),
             Text(str(result.tokens.total)),
             Text(format_ms(event.duration_ms)),
         )
         self.console.print(table)
-        self._print_status_line(event)
+        self._print_status_line(event, failed)
 
-    def _print_status_line(self, event: RunFinishedEvent) -> None:
+    def _print_status_line(self, event: RunFinishedEvent, tool_errors: int = 0) -> None:
         took = format_ms(event.duration_ms)
-        if event.status == "ok":
+        if event.status == "ok" and tool_errors:
+            # The run went on (tool failures are data the model sees), but the user must see it.
+            calls = "call" if tool_errors == 1 else "calls"
+            self._print(f"✓ run ok in {took}, but {tool_errors} tool {calls} failed", "bold yellow")
+        elif event.status == "ok":
             self._print(f"✓ run ok in {took}", "bold green")
         elif event.status == "interrupted":
             self._print(f"■ run interrupted after {took}", "bold yellow")

@@ -163,6 +163,11 @@ class RunResult:
         return sum(t.calls for t in self.tools)
 
     @property
+    def tool_errors(self) -> int:
+        """Tool calls that ended with an error result (a failure the model saw, as data)."""
+        return sum(t.errors for t in self.tools)
+
+    @property
     def tokens(self) -> TokenCounts:
         """Tokens of all model calls."""
         total = TokenCounts()

@@ -124,6 +124,7 @@ def build_result(
         "totals": {
             "model_calls": result.model_calls,
             "tool_calls": result.tool_calls,
+            "tool_errors": result.tool_errors,
             "tokens": _tokens(result.tokens),
         },
     }

@@ -17,7 +17,7 @@ from devall_cli.cli.app import app
 from tests.conftest import REPO_ROOT
 from tests.helpers import invoke
 from tests.servers.fake_llm import FakeLLM
-from tests.servers.serve import FIXTURE_SERVER, ServerProcess, free_port
+from tests.servers.serve import FIXTURE_SERVER, SERVERS_DIR, ServerProcess, free_port
 
 TOKEN = "tok-9f8e7d6c5b4a"
 API_KEY = "sk-test-0123456789abcdef"
@@ -331,3 +331,24 @@ def test_a_result_file_that_cannot_be_written_fails_the_run(tmp_path: Path) -> N
     assert "devall: warning: could not write run/result.json: Is a directory\n" in err
     assert err.endswith("devall: error: could not write run/result.json: Is a directory\n")
     assert "Traceback" not in err
+
+
+def test_a_failed_tool_call_shows_in_the_summary_the_last_line_and_the_report(
+    tmp_path: Path,
+) -> None:
+    """Tool failures are data (the run goes on, exit 0), but the user is told."""
+    tooling = [{"type": "mcp_local", "config": {
+        "command": sys.executable, "args": [str(SERVERS_DIR / "raw_server.py"), "--fixture"]}}]
+    script = [{"tool_calls": [{"name": "fail", "arguments": {"message": "broke"}}]},
+              {"tool_calls": [{"name": "echo", "arguments": {"text": "fine"}}]}, "done"]
+    document = {"graph": {"id": "g", "start": ["a"], "nodes": [{"id": "a", "type": "agent",
+                "config": {"provider": "scripted", "script": script, "tooling": tooling}}]}}
+    wf = tmp_path / "flow.yaml"
+    wf.write_text(json.dumps(document))  # fmt: skip
+    code, out, err = invoke("run", str(wf), "--out", "run", "--report")
+    assert code == 0 and out == "done\n", err
+    assert "2 (1 failed)" in err
+    assert "✓ run ok in" in err and ", but 1 tool call failed" in err
+    result = json.loads((Path("run") / "result.json").read_text())
+    assert result["totals"]["tool_errors"] == 1 and result["totals"]["tool_calls"] == 2
+    assert "2 (1 failed)" in (Path("run") / "report.html").read_text()
