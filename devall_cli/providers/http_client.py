@@ -20,6 +20,7 @@ import functools
 import json
 import random
 import re
+import socket
 import ssl
 import time
 from collections.abc import Mapping
@@ -160,7 +161,11 @@ class ModelEndpoint:
             try:
                 response = await self._post(payload, read_body=final)
             except CAUGHT_HTTPX_ERRORS as exc:
-                if final or not isinstance(exc, _RETRYABLE_HTTPX_ERRORS):
+                # A name that does not resolve will not resolve in a second; a port nobody
+                # listens on gets one more try (a server restarting), not the whole backoff.
+                failure = connect_failure(exc)
+                last = final or failure == "dns" or (failure == "refused" and attempt >= 2)
+                if last or not isinstance(exc, _RETRYABLE_HTTPX_ERRORS):
                     raise translate_httpx_error(exc, self.display_url, attempts=attempt) from exc
                 await asyncio.sleep(self._backoff(attempt))
                 continue
@@ -291,13 +296,46 @@ def count(data: Mapping[str, Any], key: str) -> int:
 # --- errors -------------------------------------------------------------------------------------
 
 
+_DNS_WORDS = (
+    "name or service not known",
+    "nodename nor servname",
+    "temporary failure in name resolution",
+    "no address associated with hostname",
+    "name does not resolve",
+)
+
+
+def connect_failure(exc: BaseException) -> str | None:
+    """`dns` (the host name does not resolve), `refused` (nothing listens), or None."""
+    seen: BaseException | None = exc
+    for _ in range(8):  # httpx wraps httpcore, which wraps the OSError
+        if seen is None:
+            break
+        if isinstance(seen, socket.gaierror):
+            return "dns"
+        if isinstance(seen, ConnectionRefusedError):
+            return "refused"
+        text = str(seen).lower()
+        if any(words in text for words in _DNS_WORDS):
+            return "dns"
+        if "connection refused" in text or "errno 111" in text:
+            return "refused"
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
 def model_error_hint(error: DevallError, display_url: str) -> str:
-    """How to fix a failed model request, where its kind tells: the key, or the server."""
+    """How to fix a failed model request, where its kind tells: the key, the name, the server."""
     status = getattr(error, "status_code", 0)
     if status in (401, 403):
         return (
             "the model endpoint refused the API key: set API_KEY (or the placeholder the "
             "node's `api_key:` names) in the environment or a .env file"
+        )
+    if isinstance(error, LLMUnreachableError) and "does not resolve" in error.message:
+        return (
+            "check the host name in the node's `base_url:`, and that this machine can look "
+            "names up (its network and DNS)"
         )
     if isinstance(error, LLMUnreachableError) and "invalid URL" not in error.message:
         return f"start the model server at {display_url}, or correct the node's `base_url:`"
@@ -329,6 +367,16 @@ def _translate(exc: Exception, display_url: str, attempts: int) -> DevallError:
     if isinstance(exc, httpx.DecodingError | httpx.TooManyRedirects):
         return LLMHTTPError(f"invalid response from {where}: {reason}")
     if isinstance(exc, httpx.TransportError):
+        failure = connect_failure(exc)
+        if failure == "dns":
+            host = urlsplit(display_url).hostname or display_url
+            return LLMUnreachableError(
+                f"cannot reach {where}: the host name {host} does not resolve ({reason})"
+            )
+        if failure == "refused":
+            return LLMUnreachableError(
+                f"cannot reach {where}: connection refused, nothing listens there{tail}"
+            )
         return LLMUnreachableError(f"cannot reach {where}: {reason}{tail}")
     return LLMHTTPError(f"request to {where} failed: {reason}")
 

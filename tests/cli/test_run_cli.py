@@ -9,6 +9,7 @@ import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -224,6 +225,41 @@ def test_exit_codes_for_llm_failures(tmp_path: Path, llm: FakeLLM) -> None:
     llm.enqueue(FakeLLM.error_reply(400, {"error": {"message": "bad model"}}))
     code, _, err = invoke("run", str(wf), "--out", "run3", *env_args())
     assert code == 5 and "400" in err
+
+
+def test_a_name_that_does_not_resolve_is_told_from_a_server_that_is_down(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Unresolvable: one attempt and a DNS hint; refused: two attempts, not the whole backoff."""
+    import socket
+
+    real = socket.getaddrinfo
+    looked_up: list[str] = []
+
+    def getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+        name = host.decode() if isinstance(host, bytes) else host  # anyio passes IDNA bytes
+        if name == "models.example.invalid":  # answered here: no lookup leaves the machine
+            looked_up.append(name)
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return real(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    wf = tmp_path / "wf.yaml"
+    for base_url in ("http://models.example.invalid/v1", f"http://127.0.0.1:{free_port()}/v1"):
+        config = {"provider": "openai", "name": "m", "base_url": base_url, "api_key": "k"}
+        wf.write_text(json.dumps({"graph": {"id": "g", "start": ["a"], "nodes": [
+            {"id": "a", "type": "agent", "config": config}]}}))  # fmt: skip
+        code, _, err = invoke("run", str(wf), "--task", "t", "--out", f"run-{len(looked_up)}")
+        assert code == 4, err
+        if "invalid" in base_url:
+            assert "the host name models.example.invalid does not resolve" in err
+            assert "check the host name in the node's `base_url:`" in err
+            assert "start the model server" not in err and looked_up == [
+                "models.example.invalid"
+            ]
+        else:
+            assert "connection refused, nothing listens there (after 2 attempts)" in err
+            assert "start the model server at" in err
 
 
 def test_local_server_that_cannot_start_is_exit_4(tmp_path: Path) -> None:
