@@ -59,10 +59,10 @@ class NoOperator:
         raise RunFailedError(
             f"{request.label} waits for a human reply, but there is no terminal to ask on "
             "and no --answers file",
-            details=[
+            hint=(
                 "run devall on a terminal (standard input and standard error), or give "
                 "--answers FILE with the replies (see docs/cli.md)"
-            ],
+            ),
         )
 
 

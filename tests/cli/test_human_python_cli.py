@@ -131,7 +131,7 @@ def test_without_a_terminal_or_answers_a_human_node_fails_at_once(tmp_path: Path
     assert proc.returncode == 1, proc.stderr
     assert (
         "devall: error: node 'gate' waits for a human reply, but there is no terminal to ask on "
-        "and no --answers file\n  run devall on a terminal" in proc.stderr
+        "and no --answers file\n  hint: run devall on a terminal" in proc.stderr
     )
     assert "Traceback" not in proc.stderr
     assert result(tmp_path / "run")["nodes"][0]["status"] == "ok"  # the draft ran first
@@ -140,7 +140,7 @@ def test_without_a_terminal_or_answers_a_human_node_fails_at_once(tmp_path: Path
 def test_every_problem_of_an_answers_file_is_reported_before_the_run(tmp_path: Path) -> None:
     wf = gate_workflow(tmp_path)
     answers = write(tmp_path / "bad.yaml", "gat: [yes]\ngate: {a: 1}\n'*': [[nested]]\n")
-    code, out, err = invoke("run", str(wf), "--answers", "bad.yaml", "--out", "run")
+    code, out, err = invoke("run", str(wf), "--task", "t", "--answers", "bad.yaml", "--out", "run")
     assert code == 3
     assert out == ""
     assert err.splitlines()[::3] == [

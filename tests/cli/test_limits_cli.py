@@ -49,8 +49,9 @@ def llm() -> Iterator[FakeLLM]:
 
 
 def run(wf: Path, *args: str) -> tuple[int, str, str]:
-    """`devall run WF --out run` with the fake LLM's key."""
-    return invoke("run", str(wf), "--out", "run", "--var", f"LLM_KEY={API_KEY}", *args)
+    """`devall run WF --task t --out run` with the fake LLM's key."""
+    key = f"LLM_KEY={API_KEY}"
+    return invoke("run", str(wf), "--task", "t", "--out", "run", "--var", key, *args)
 
 
 def sparse(path: Path, size: int) -> Path:
@@ -300,7 +301,7 @@ def test_a_second_run_into_the_same_directory_is_refused(tmp_path: Path, llm: Fa
     llm.enqueue(FakeLLM.slow_reply(3, "first"))
     wf = workflow(tmp_path, llm=llm)
     first = subprocess.Popen(
-        [str(DEVALL), "run", str(wf), "--out", "run", "--var", f"LLM_KEY={API_KEY}"],
+        [str(DEVALL), "run", str(wf), "--task", "t", "--out", "run", "--var", f"LLM_KEY={API_KEY}"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -363,7 +364,7 @@ def test_run_files_are_private_to_their_owner(tmp_path: Path) -> None:
 def test_a_run_directory_that_cannot_be_created_is_a_clear_error(tmp_path: Path) -> None:
     Path("blocker").write_text("a file, not a folder\n")
     wf = workflow(tmp_path, script=[{"content": "x"}])
-    code, out, err = invoke("run", str(wf), "--out", "blocker/run")
+    code, out, err = invoke("run", str(wf), "--task", "t", "--out", "blocker/run")
     assert code == 1 and out == ""
     assert err.startswith("devall: error: cannot use the run directory blocker/run: ")
     assert "internal error" not in err

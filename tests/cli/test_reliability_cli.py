@@ -449,7 +449,7 @@ def test_symlinks_in_the_run_directory_are_never_followed(tmp_path: Path) -> Non
 def test_an_event_log_that_cannot_be_written_is_a_clear_error(tmp_path: Path) -> None:
     (tmp_path / "run" / "events.jsonl").mkdir(parents=True)
     wf = workflow(tmp_path, script=[{"content": "x"}])
-    code, out, err = invoke("run", str(wf), "--out", "run")
+    code, out, err = invoke("run", str(wf), "--task", "t", "--out", "run")
     assert code == 1 and out == ""
     assert err.startswith("devall: error: cannot write the event log run/events.jsonl:")
     assert "Traceback" not in err

@@ -99,7 +99,7 @@ async def test_without_a_terminal_or_answers_asking_fails_at_once() -> None:
     with pytest.raises(RunFailedError) as caught:
         await asyncio.wait_for(NoOperator().reply(request("review")), 1)
     assert "node 'review' waits for a human reply, but there is no terminal" in str(caught.value)
-    assert "--answers FILE" in caught.value.details[0]
+    assert "--answers FILE" in caught.value.hint
 
 
 # --- the node in a graph -----------------------------------------------------------------
