@@ -15,6 +15,9 @@ CONF_STAMP  := $(CONFORMANCE)/node_modules/.installed
 NPM_SERVERS := .npm-servers
 EVERYTHING_VERSION := 2026.8.31
 EVERYTHING := $(NPM_SERVERS)/node_modules/@modelcontextprotocol/server-everything/package.json
+FILESYSTEM_VERSION := 2026.8.31
+FILESYSTEM := $(NPM_SERVERS)/node_modules/@modelcontextprotocol/server-filesystem/package.json
+NPM_STAMP := $(NPM_SERVERS)/.installed
 
 venv: $(STAMP)
 
@@ -42,13 +45,20 @@ test: $(STAMP) $(RAY_STAMP) $(CONF_STAMP) npm-servers chromium
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile -m "not slow"
 
-npm-servers: $(EVERYTHING)
+npm-servers: $(NPM_STAMP)
 
-# Reinstalled only when the pinned version changes (the stamp is the package's own file).
-$(EVERYTHING): Makefile
+# Every server in one `npm install`: a later `--no-save` install would remove the packages an
+# earlier one brought. Reinstalled when the Makefile changes (a pinned version) or a package is
+# missing; the stamp is written once both are there at their pinned versions.
+$(NPM_STAMP): Makefile $(if $(wildcard $(EVERYTHING)),,FORCE) $(if $(wildcard $(FILESYSTEM)),,FORCE)
 	npm install --prefix $(NPM_SERVERS) --no-audit --no-fund --no-save --loglevel=error \
-		@modelcontextprotocol/server-everything@$(EVERYTHING_VERSION)
-	test -f $@ && grep -q '"version": "$(EVERYTHING_VERSION)"' $@ && touch $@
+		@modelcontextprotocol/server-everything@$(EVERYTHING_VERSION) \
+		@modelcontextprotocol/server-filesystem@$(FILESYSTEM_VERSION)
+	grep -q '"version": "$(EVERYTHING_VERSION)"' $(EVERYTHING)
+	grep -q '"version": "$(FILESYSTEM_VERSION)"' $(FILESYSTEM)
+	touch $@
+
+FORCE:
 
 # The report's browser test opens a report in Debian's Chromium. Installed here when missing
 # (as root, with apt-get); where that cannot be done the test is skipped and says why.

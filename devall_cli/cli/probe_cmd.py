@@ -109,6 +109,7 @@ def _row(report: Any) -> dict[str, Any]:
     row = asdict(report)
     row["nodes"] = list(row["nodes"])
     row["log_tail"] = list(row["log_tail"])
+    row["roots"] = list(row["roots"])
     return row
 
 
@@ -133,6 +134,9 @@ def _print_table(rows: list[dict[str, Any]]) -> None:
         table.add_row(*(shown(cell) for cell in cells))
     console = stdout_console()
     console.print(table)
+    for r in rows:
+        if r["roots"]:  # only roots the user configured: none by default
+            print_line(console, f"roots offered to {r['id']}: {', '.join(r['roots'])}")
     for r in rows:
         if not r["ok"]:
             print_line(console, f"{r['id']}: {r['status']}: {r['error']}")

@@ -88,8 +88,6 @@ def list_command(
 
     Starts the workflow's MCP servers (local ones as subprocesses) to ask them for their tools.
     """
-    from rich.table import Table
-
     from devall_cli.tools.catalog import list_workflow_tools
     from devall_cli.tools.manager import ToolManager
 
@@ -124,26 +122,15 @@ def list_command(
                         "title": r.title,
                         "annotations": dict(r.annotations) if r.annotations else None,
                         "output_schema": dict(r.output_schema) if r.output_schema else None,
+                        "roots": list(r.roots),
                     }
                     for r in rows
                 ]
             )
         )
         return
-    table = Table("tool", "node(s)", "source", "server", "description", "parameters")
-    for r in rows:
-        # Masked whole, then cut to its first line: a cut secret would leak its start.
-        first_line = redactor.text(r.description or "").strip().splitlines()[:1]
-        table.add_row(
-            shown(r.name),
-            shown(", ".join(r.nodes)),
-            shown(r.source),
-            shown(redactor.text(r.server)),
-            shown(first_line[0] if first_line else ""),
-            shown(redactor.text(_parameters(r.input_schema))),
-        )
     out = stdout_console()
-    out.print(table)
+    out.print(_tools_table(rows, redactor))
     if schema:
         for r in rows:
             out.print(shown(f"\n{r.name}:"))
@@ -151,6 +138,30 @@ def list_command(
             out.print(Text(json.dumps(redactor.value(dict(r.input_schema)), indent=2)))
     if not rows:
         print_line(stderr_console(), "devall: no tools found")
+
+
+def _tools_table(rows: list[Any], redactor: Any) -> Any:
+    """The table of `tools list`; a `roots` column when a server is offered roots."""
+    from rich.table import Table  # imported when used: every command's start-up pays for it
+
+    with_roots = any(r.roots for r in rows)  # only roots the user configured: none by default
+    columns = ["tool", "node(s)", "source", "server", "description", "parameters"]
+    table = Table(*columns, *(["roots"] if with_roots else []))
+    for r in rows:
+        # Masked whole, then cut to its first line: a cut secret would leak its start.
+        first_line = redactor.text(r.description or "").strip().splitlines()[:1]
+        cells = [
+            shown(r.name),
+            shown(", ".join(r.nodes)),
+            shown(r.source),
+            shown(redactor.text(r.server)),
+            shown(first_line[0] if first_line else ""),
+            shown(redactor.text(_parameters(r.input_schema))),
+        ]
+        if with_roots:
+            cells.append(shown(redactor.text(", ".join(r.roots))))
+        table.add_row(*cells)
+    return table
 
 
 @tools_app.command("call")

@@ -11,6 +11,7 @@ from devall_cli.config.model import Workflow, node_tooling, walk_nodes
 from devall_cli.errors import UsageError
 from devall_cli.tools.base import ToolResult, ToolSpec
 from devall_cli.tools.manager import ToolManager
+from devall_cli.tools.plan import offered_roots
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,7 @@ class ListedTool:
     title: str | None = None
     annotations: Mapping[str, Any] | None = None
     output_schema: Mapping[str, Any] | None = None
+    roots: tuple[str, ...] = ()  # the roots offered to its server (`file://` URIs)
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,7 @@ async def list_workflow_tools(manager: ToolManager, node: str | None = None) -> 
                     spec.title,
                     spec.annotations,
                     spec.output_schema,
+                    offered_roots(manager.plan.source(spec.source_id)),
                 )
             else:
                 rows[key] = ListedTool(**{**row.__dict__, "nodes": (*row.nodes, node_id)})

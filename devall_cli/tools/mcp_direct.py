@@ -11,13 +11,14 @@ What it speaks, on the supervised process of stdio_process.py (which frames the 
 enforces the size and depth limits): the `initialize` handshake (offering the newest protocol
 version the handshake reaches, accepting every version the MCP SDK accepts), `tools/list` with
 `nextCursor` paging, `tools/call` with a progress token, `logging/setLevel` and
-`notifications/roots/list_changed`. It answers the server's `ping` and `roots/list`, and its
-`elicitation/create` and `sampling/createMessage` through the same `ServerRequests` as fastmcp's
-client (the SDK's types are imported only when a server asks for sampling). Progress and log
-notifications become the same events. Results are checked as the SDK checks them (content
-items, structured content against the tool's output schema). It raises `RpcError`,
-`SessionClosed` and ProtocolError; the source bounds its requests and mcp_errors.py words its
-failures as it words fastmcp's, so a command prints the same whichever client ran.
+`notifications/roots/list_changed`. It answers the server's `ping` and `roots/list` (offered,
+as by fastmcp's client, only when roots are configured), and its `elicitation/create` and
+`sampling/createMessage` through the same `ServerRequests` as fastmcp's client (the SDK's types
+are imported only when a server asks for sampling). Progress and log notifications become the
+same events. Results are checked as the SDK checks them (content items, structured content
+against the tool's output schema). It raises `RpcError`, `SessionClosed` and ProtocolError; the
+source bounds its requests and mcp_errors.py words its failures as it words fastmcp's, so a
+command prints the same whichever client ran.
 
 Not spoken: the 2026-07-28 protocol (`server/discover`); a server that speaks only that one
 refuses the handshake, and the command says so.
@@ -55,6 +56,7 @@ T = TypeVar("T")
 # Protocol versions of the initialize handshake, newest first; the first is offered.
 HANDSHAKE_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 INTERNAL_ERROR = -32603
+INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 MAX_PAGES = 1000  # tools/list pages followed before the listing is called endless
@@ -74,7 +76,9 @@ async def open_direct(
         process, requests, server=server, note=note, output_schemas=output_schemas
     )
     try:
-        await session.open(sampling=requests.settings.sampling == "allow")
+        await session.open(
+            sampling=requests.settings.sampling == "allow", roots=requests.offers_roots
+        )
     except BaseException:
         await session.close()
         raise
@@ -117,15 +121,14 @@ class DirectSession:
 
     # --- the handshake -------------------------------------------------------------------------
 
-    async def open(self, *, sampling: bool) -> None:
+    async def open(self, *, sampling: bool, roots: bool = False) -> None:
         """Start reading and shake hands (unbounded here: the source bounds it)."""
         if dropped := self._process.discard_pending():
             self._note(f"[devall: dropped {dropped} stale message(s)]")
         self._reader = asyncio.create_task(self._read())
-        capabilities: dict[str, Any] = {
-            "roots": {"listChanged": True},
-            "elicitation": {"form": {}, "url": {}},
-        }
+        capabilities: dict[str, Any] = {"elicitation": {"form": {}, "url": {}}}
+        if roots:
+            capabilities["roots"] = {"listChanged": True}
         if sampling:
             capabilities["sampling"] = {}
         result = await self.rpc(
@@ -303,6 +306,8 @@ class DirectSession:
         if method == "ping":
             return {}
         if method == "roots/list":
+            if not self._requests.offers_roots:  # refused as fastmcp's client refuses it
+                raise RpcError(INVALID_REQUEST, "List roots not supported")
             return {"roots": self._requests.root_list()}
         if method == "elicitation/create":
             return await self._elicit(params)

@@ -72,7 +72,6 @@ class LocalSource(McpSessionSource):
         redact: Callable[[str], str] | None = None,
         events: ToolEvents | None = None,
         elicitor: Elicitor | None = None,
-        workflow_dir: Path | None = None,
         process: StdioProcess | None = None,
         stop_at_once: bool = False,
         client: ClientKind = "fastmcp",
@@ -88,8 +87,6 @@ class LocalSource(McpSessionSource):
             client_config=config.client,
             events=events,
             elicitor=elicitor,
-            # The workflow's folder and the server's working folder (devall's unless `cwd`).
-            default_roots=[*([workflow_dir] if workflow_dir else []), Path(config.cwd or ".")],
         )
         self.config = config
         self.log_path = log_path

@@ -13,7 +13,6 @@ parser refuses the whole message otherwise), as for every other foreign text (se
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -58,7 +57,6 @@ class RemoteSource(McpSessionSource):
         interactive: bool = True,
         events: ToolEvents | None = None,
         elicitor: Elicitor | None = None,
-        workflow_dir: Path | None = None,
     ) -> None:
         super().__init__(
             id=id,
@@ -71,7 +69,6 @@ class RemoteSource(McpSessionSource):
             client_config=config.client,
             events=events,
             elicitor=elicitor,
-            default_roots=[workflow_dir] if workflow_dir else [],
         )
         self.config = config
         self._last_status: int | None = None

@@ -6,6 +6,10 @@ policy, or the operator's terminal form), roots (`roots/list`, and `roots/list_c
 they change), log messages (`log_level`) and per-call progress. Each handler reports to the
 run through `ToolEvents`.
 
+Roots are offered only when the user configured some (`roots:`): a filesystem server takes the
+roots it is given in place of the folders on its command line, so a root devall chose itself
+would widen what the user granted. Without any, the roots capability is not advertised.
+
 Which call a request belongs to: a server on the 2026 protocol embeds its requests in the
 call's own result (`input_required`), so they arrive in the calling task and a context variable
 names the call. A server on an older protocol sends them on the session, where nothing says
@@ -21,7 +25,7 @@ import itertools
 import json
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +40,12 @@ from devall_cli.tools.base import (
     SamplingReply,
     ToolEvents,
 )
-from devall_cli.tools.kinds.client_settings import LOG_LEVELS, McpClientConfig, RootConfig
+from devall_cli.tools.kinds.client_settings import (
+    LOG_LEVELS,
+    McpClientConfig,
+    RootConfig,
+    present_roots,
+)
 from devall_cli.tools.mcp_sampling import SamplingRefused, sampling_request
 
 if TYPE_CHECKING:
@@ -99,14 +108,12 @@ class ServerRequests:
         settings: McpClientConfig,
         events: ToolEvents | None = None,
         elicitor: Elicitor | None = None,
-        default_roots: Sequence[Path] = (),
         note: Callable[[str], None] = lambda line: None,
     ) -> None:
         self.server_id = server_id
         self.settings = settings
         self.events = events
         self.elicitor = elicitor  # for requests that come with no call (or a call without one)
-        self._default_roots = tuple(RootConfig(str(path.resolve())) for path in default_roots)
         self._note = note  # a line for the server's log (tail and file), no event
         self._calls: dict[int, RunningCall] = {}  # in the order the calls started
         self._keys = itertools.count(1)
@@ -157,12 +164,14 @@ class ServerRequests:
         return next(iter(self._calls.values()), None)
 
     def client_kwargs(self) -> dict[str, Any]:
-        """The handlers to build a fastmcp Client with (sampling only when allowed)."""
+        """The handlers to build a fastmcp Client with (sampling only when allowed, roots only
+        when configured: the client advertises a capability only with its handler)."""
         kwargs: dict[str, Any] = {
             "elicitation_handler": self.elicit,
-            "roots": self.list_roots,
             "log_handler": self.log_message,
         }
+        if self.offers_roots:
+            kwargs["roots"] = self.list_roots
         if self.settings.sampling == "allow":
             kwargs["sampling_handler"] = self.sample
         return kwargs
@@ -207,17 +216,14 @@ class ServerRequests:
 
     # --- roots -------------------------------------------------------------------------------
 
+    @property
+    def offers_roots(self) -> bool:
+        """Whether the server is offered roots at all (only those the user configured)."""
+        return bool(self.settings.roots)
+
     def roots(self) -> list[RootConfig]:
-        """The roots to advertise now: those configured (or the defaults) that exist."""
-        configured = self.settings.roots
-        roots = configured if configured is not None else self._default_roots
-        seen: set[str] = set()
-        present: list[RootConfig] = []
-        for root in roots:
-            if root.path not in seen and Path(root.path).is_dir():
-                seen.add(root.path)
-                present.append(root)
-        return present
+        """The roots to offer now: the configured ones that exist."""
+        return present_roots(self.settings.roots)
 
     async def list_roots(self, context: Any) -> list[mcp_types.Root]:
         """`roots/list`: the roots as `file://` URIs, named after their folder by default."""

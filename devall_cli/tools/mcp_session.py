@@ -32,7 +32,7 @@ import dataclasses
 import logging
 import time
 from collections import Counter, deque
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from devall_cli.errors import (
@@ -62,8 +62,6 @@ from devall_cli.tools.person_wait import PersonWaits
 from devall_cli.tools.tool_errors import invalid_result, tool_error_class
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from devall_cli.tools.attachments import AttachmentStore
     from devall_cli.tools.mcp_fastmcp import FastmcpSession
     from devall_cli.tools.mcp_protocol import CallResult, McpSession
@@ -107,7 +105,6 @@ class McpSessionSource:
         client_config: McpClientConfig = DEFAULT_CLIENT,
         events: ToolEvents | None = None,
         elicitor: Elicitor | None = None,
-        default_roots: Sequence[Path] = (),
     ) -> None:
         self.id = id
         self.target = target
@@ -129,7 +126,6 @@ class McpSessionSource:
             settings=client_config,
             events=events,
             elicitor=elicitor,
-            default_roots=default_roots,
             # With events, a server's log message becomes a `server.log` event of its own.
             note=lambda line: self._log(line, notify=events is None),
         )

@@ -17,6 +17,7 @@ from devall_cli.tools.base import (
     ToolEvents,
     ToolSource,
 )
+from devall_cli.tools.kinds.client_settings import present_roots
 from devall_cli.tools.kinds.registry import TOOLING_TYPES, ToolingType
 
 
@@ -128,6 +129,12 @@ def start_hint(plan: SourcePlan, error: Any) -> str:
     """How to fix the error that stopped a source from starting, if its type can tell."""
     where = f"{plan.tooling.path}.config" if plan.tooling.path else "its tooling config"
     return tooling_type(plan.tooling).start_hint(plan.tooling.config, error, where)
+
+
+def offered_roots(plan: SourcePlan) -> tuple[str, ...]:
+    """The `file://` URIs of the roots the plan's server is offered now (configured, existing)."""
+    configured = tooling_type(plan.tooling).roots(plan.tooling.config)
+    return tuple(root.uri for root in present_roots(configured))
 
 
 def build_source(plan: SourcePlan, ctx: SourceContext) -> ToolSource:

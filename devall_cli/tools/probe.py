@@ -15,6 +15,7 @@ from devall_cli.tools.plan import (
     SourceContext,
     SourcePlan,
     build_source,
+    offered_roots,
     plan_sources,
     start_hint,
     tooling_type,
@@ -39,6 +40,7 @@ class ProbeReport:
     list_ms: float | None = None
     log_tail: tuple[str, ...] = field(default=())
     hint: str | None = None  # how to fix a failure, where devall can tell
+    roots: tuple[str, ...] = ()  # the roots offered to the server (`file://` URIs)
 
 
 def workflow_targets(workflow: Workflow) -> list[SourcePlan]:
@@ -72,7 +74,15 @@ async def probe_servers(
 
 async def _probe_one(plan: SourcePlan, deadline: float, ctx: SourceContext) -> ProbeReport:
     source = build_source(plan, ctx)
-    base = ProbeReport(plan.id, plan.kind, plan.target, tuple(plan.nodes), ok=False, status="")
+    base = ProbeReport(
+        plan.id,
+        plan.kind,
+        plan.target,
+        tuple(plan.nodes),
+        ok=False,
+        status="",
+        roots=offered_roots(plan),
+    )
     # A server spawned ahead has been starting since then: its connect time counts from there.
     spawned_at = ctx.head_start.spawned_at(plan.id) if ctx.head_start is not None else None
     t0 = time.monotonic() if spawned_at is None else spawned_at

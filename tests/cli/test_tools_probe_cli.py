@@ -93,8 +93,10 @@ def test_tools_list_table_and_json(tmp_path: Path, remote: ServerProcess) -> Non
         "title",
         "annotations",
         "output_schema",
+        "roots",
     }
     assert add["input_schema"]["required"] == ["a", "b"]
+    assert add["roots"] == []  # none unless configured
 
 
 def test_tools_list_schema_flag(tmp_path: Path) -> None:
@@ -176,9 +178,11 @@ def test_probe_mixed_servers_concurrently(tmp_path: Path, remote: ServerProcess)
         "list_ms",
         "log_tail",
         "hint",
+        "roots",
     }
     for row in doc["servers"]:
         assert set(row) == keys
+        assert row["roots"] == []  # none unless configured
     web = next(s for s in doc["servers"] if s["id"] == "web")
     assert web["tools"] > 5 and web["protocol_version"] and web["server_name"]
     never = next(s for s in doc["servers"] if s["id"] == "never")

@@ -19,7 +19,7 @@ Factory = Callable[..., LocalSource]
 
 
 @pytest.fixture(params=[LocalSource, direct_local_source], ids=["fastmcp", "direct"])
-async def raw(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Factory]:
+async def raw(request: pytest.FixtureRequest) -> AsyncIterator[Factory]:
     """Sources on the raw server with the given flags, under both clients; closed (and gone) at
     the end. Keyword arguments go to the source (an elicitor, say)."""
     kind: type[LocalSource] = request.param
@@ -33,7 +33,7 @@ async def raw(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[F
             startup_timeout=20,
             call_timeout=10,
         )
-        source = kind(id="raw", config=config, workflow_dir=tmp_path, **kwargs)
+        source = kind(id="raw", config=config, **kwargs)
         made.append(source)
         return source
 

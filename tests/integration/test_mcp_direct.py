@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -91,11 +90,13 @@ async def test_what_the_server_asks_during_a_call_is_answered(
     assert {key: asked[key] for key in expect} == expect
 
 
-async def test_roots_are_the_workflow_folder_by_default(raw: Factory, tmp_path: Path) -> None:
+async def test_no_roots_are_offered_unless_configured(raw: Factory) -> None:
     source = raw("--asks", "roots/list")
     text = text_of(await source.call_tool("tool_0", {}))
-    roots = json.loads(text.split("asked: ", 1)[1])["roots"]
-    assert tmp_path.as_uri() in [root["uri"] for root in roots]
+    assert json.loads(text.split("asked: ", 1)[1]) == {
+        "code": -32600,
+        "message": "List roots not supported",
+    }
 
 
 def test_the_offered_version_is_the_newest_the_sdk_reaches_by_handshake() -> None:
@@ -106,9 +107,7 @@ def test_the_offered_version_is_the_newest_the_sdk_reaches_by_handshake() -> Non
 
 
 @pytest.mark.parametrize("kind", [LocalSource, direct_local_source], ids=["fastmcp", "direct"])
-async def test_progress_of_a_call_reaches_the_events_with_the_call(
-    kind: type[LocalSource], tmp_path: Path
-) -> None:
+async def test_progress_of_a_call_reaches_the_events_with_the_call(kind: type[LocalSource]) -> None:
     seen: list[tuple[str, tuple[Any, ...]]] = []
 
     class Recorder:
@@ -120,7 +119,7 @@ async def test_progress_of_a_call_reaches_the_events_with_the_call(
     config = McpLocalConfig(
         command=sys.executable, args=(str(RAW), "--fixture"), wait_for_log="raw server ready"
     )
-    source = kind(id="raw", config=config, workflow_dir=tmp_path, events=Recorder())
+    source = kind(id="raw", config=config, events=Recorder())
     try:
         context = CallContext(node_id="writer", call_id="c1", tool="sleep")
         result = await source.call_tool("sleep", {"seconds": 0.1, "tag": "p"}, context=context)

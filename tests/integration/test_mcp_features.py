@@ -136,13 +136,13 @@ def call(**kwargs: Any) -> CallContext:
     return CallContext(node_id="writer", call_id="c1", tool="t", **kwargs)
 
 
-async def test_with_the_defaults(make: Maker, tmp_path: Path) -> None:
-    """One session: sampling, elicitation (operator and none), roots, progress, every log."""
+async def test_with_the_defaults(make: Maker) -> None:
+    """One session: sampling, elicitation (operator and none), no roots, progress, every log."""
     events = Recorder()
-    source = make(McpClientConfig(sampling_max_tokens=50), events=events, workflow_dir=tmp_path)
+    source = make(McpClientConfig(sampling_max_tokens=50), events=events)
     await _sampling_goes_to_the_calling_nodes_model(source, events)
     await _elicitation_by_the_operator_or_declined(source, events)
-    await _roots_by_default_the_workflow_folder(source, events, tmp_path)
+    await _no_roots_unless_configured(source, events)
     await _progress_reaches_the_events_with_the_call(source, events)
     await _every_log_level_without_log_level(source, events)
     await _tool_listing_keeps_title_annotations_and_output_schema(source)
@@ -233,12 +233,11 @@ async def _elicitation_by_the_operator_or_declined(
     ]
 
 
-async def _roots_by_default_the_workflow_folder(
-    source: McpSessionSource, events: Recorder, folder: Path
-) -> None:
-    listed = text_of(await source.call_tool("roots", {}, context=call()))
-    assert f"{folder.name}={folder.as_uri()}" in listed.splitlines()
-    assert events.named("roots_sent")[-1][2] == "listed"
+async def _no_roots_unless_configured(source: McpSessionSource, events: Recorder) -> None:
+    # A filesystem server takes roots in place of its own folders: none are chosen for it.
+    listed = await source.call_tool("roots", {}, context=call())
+    assert text_of(listed) == "(no roots offered)"
+    assert events.named("roots_sent") == []
 
 
 async def _progress_reaches_the_events_with_the_call(

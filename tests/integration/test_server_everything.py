@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from devall_cli.tools.base import DataBlock, ResourceLinkBlock, TextBlock
-from devall_cli.tools.kinds.client_settings import McpClientConfig
+from devall_cli.tools.kinds.client_settings import McpClientConfig, RootConfig
 from devall_cli.tools.kinds.mcp_local import McpLocalConfig
 from devall_cli.tools.kinds.mcp_remote import McpRemoteConfig
 from devall_cli.tools.mcp_local import LocalSource
@@ -97,7 +97,8 @@ async def everything(
     request: pytest.FixtureRequest, tmp_path: Path
 ) -> AsyncIterator[tuple[McpSessionSource, Recorder]]:
     events = Recorder()
-    client = McpClientConfig(log_level="debug", sampling_max_tokens=64)
+    roots = (RootConfig(str(tmp_path)),)
+    client = McpClientConfig(log_level="debug", sampling_max_tokens=64, roots=roots)
     source: McpSessionSource
     with contextlib.ExitStack() as stack:
         if request.param.startswith("stdio"):
@@ -106,13 +107,11 @@ async def everything(
                 command=NODE, args=(str(INDEX), "stdio"), startup_timeout=30, client=client
             )
             kind = direct_local_source if request.param == "stdio-direct" else LocalSource
-            source = kind(id="everything", config=config, events=events, workflow_dir=tmp_path)
+            source = kind(id="everything", config=config, events=events)
         else:
             url = stack.enter_context(http_server())
             remote = McpRemoteConfig(server=url, timeout=20.0, client=client)
-            source = RemoteSource(
-                id="everything", config=remote, events=events, workflow_dir=tmp_path
-            )
+            source = RemoteSource(id="everything", config=remote, events=events)
         try:
             yield source, events
         finally:
@@ -146,7 +145,7 @@ async def test_what_the_reference_server_asks_and_reports(
     assert "Ada Lovelace" in text_of(elicited)
     assert operator.requests[0].schema["required"] == ["name"]
 
-    # roots: the workflow's folder by default; the server logs that it got them
+    # roots: the configured folder; the server logs that it got them
     roots = text_of(await source.call_tool("get-roots-list", {}, context=call()))
     assert tmp_path.as_uri() in roots
 
@@ -204,5 +203,6 @@ def test_tools_list_leaves_out_task_only_tools(tmp_path: Path) -> None:
     code, out, err = invoke("tools", "list", str(flow), "--json")
     assert code == 0, err
     names = {tool["name"] for tool in json.loads(out)}
-    assert "trigger-sampling-request" in names and "get-roots-list" in names
+    assert "trigger-sampling-request" in names
+    assert "get-roots-list" not in names  # offered only to clients that offer roots: none here
     assert "simulate-research-query" not in names

@@ -184,7 +184,11 @@ async def ask(ctx: Context, with_defaults: bool = False) -> Any:
 
 @mcp.tool
 async def roots(ctx: Context) -> Any:
-    """The roots the client gives, as `name=uri` lines."""
+    """The roots the client gives, as `name=uri` lines; `(no roots offered)` from a client that
+    declares no roots capability."""
+    wanted = mcp_types.ClientCapabilities(roots=mcp_types.RootsCapability())
+    if not ctx.session.check_client_capability(wanted):
+        return "(no roots offered)"
     if _modern(ctx):
         reply = _answer(ctx, "roots")
         if reply is None:

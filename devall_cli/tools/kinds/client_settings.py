@@ -7,6 +7,7 @@ used by tools/mcp_requests.py).
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -62,6 +63,17 @@ class RootConfig:
         return Path(self.path).as_uri()
 
 
+def present_roots(roots: Sequence[RootConfig]) -> list[RootConfig]:
+    """The roots offered now: those configured whose directory exists, each once."""
+    seen: set[str] = set()
+    present: list[RootConfig] = []
+    for root in roots:
+        if root.path not in seen and Path(root.path).is_dir():
+            seen.add(root.path)
+            present.append(root)
+    return present
+
+
 @dataclass(frozen=True)
 class McpClientConfig:
     """How devall answers a server's requests (the same for every tool call on it)."""
@@ -69,7 +81,9 @@ class McpClientConfig:
     elicitation: str | None = None  # None: `prompt` on a terminal, else `decline`
     sampling: str = "allow"
     sampling_max_tokens: int = DEFAULT_SAMPLING_MAX_TOKENS
-    roots: tuple[RootConfig, ...] | None = None  # None: the workflow folder and the server's cwd
+    # The folders offered to the server; none unless configured (a filesystem server takes its
+    # roots in place of the folders on its command line: devall never widens that on its own).
+    roots: tuple[RootConfig, ...] = ()
     log_level: str | None = None  # None: whatever the server sends
     sampling_max_requests: int = DEFAULT_MAX_PER_CALL  # per tool call
     sampling_max_requests_per_run: int = DEFAULT_MAX_PER_RUN  # per server, the whole run
@@ -88,7 +102,7 @@ def parse_client_config(ck: Checker, config: dict[str, Any], path: KeyPath) -> M
         sampling_max_tokens=opt_int(
             ck, config, "sampling_max_tokens", path, DEFAULT_SAMPLING_MAX_TOKENS, minimum=1
         ),
-        roots=_roots(ck, config.get("roots"), (*path, "roots")),
+        roots=parse_roots(ck, config.get("roots"), (*path, "roots")),
         log_level=_choice(ck, config, "log_level", path, LOG_LEVELS),
         sampling_max_requests=_limit(ck, config, "sampling_max_requests", path),
         sampling_max_requests_per_run=_limit(ck, config, "sampling_max_requests_per_run", path),
@@ -120,13 +134,13 @@ def _choice(
     return None
 
 
-def _roots(ck: Checker, raw: Any, path: KeyPath) -> tuple[RootConfig, ...] | None:
+def parse_roots(ck: Checker, raw: Any, path: KeyPath) -> tuple[RootConfig, ...]:
     """`roots:` a list of directories (paths or `file://` URIs, or `{path, name}` mappings)."""
     if raw is None or raw is UNRESOLVED:
-        return None
+        return ()
     if not isinstance(raw, list):
         ck.error(path, f"roots must be a list of directories, got {describe(raw)}")
-        return None
+        return ()
     roots: list[RootConfig] = []
     for index, item in enumerate(raw):
         root = _root(ck, item, (*path, index))

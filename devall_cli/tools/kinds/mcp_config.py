@@ -6,10 +6,13 @@
         config:
           path: .vscode/mcp.json   # relative to the workflow file
           servers: [git, fs]       # optional: these servers only (default: every enabled one)
+          roots: [data]            # optional: the roots offered to each of them (default: none)
 
 The file is read when the workflow loads, so `devall validate` reports its problems located in
 the file. The entry stands for one `mcp_local` / `mcp_remote` entry per server (see
-`tools/plan.py`), each with the server's name as its source id.
+`tools/plan.py`), each with the server's name as its source id. mcpServers files have no key
+for roots, so `roots` is devall's, on the entry, with the meaning it has on `mcp_local` (paths
+relative to the workflow's folder).
 """
 
 from __future__ import annotations
@@ -23,10 +26,11 @@ from devall_cli.config.model import ToolingConfig
 from devall_cli.config.placeholders import value_text
 from devall_cli.config.schema import Checker, KeySpec, check_keys, opt_str, opt_str_list
 from devall_cli.config.yaml_source import KeyPath
+from devall_cli.tools.kinds.client_settings import RootConfig, client_shapes, parse_roots
 from devall_cli.tools.kinds.mcp_servers import read_servers_file
 from devall_cli.tools.kinds.registry import TOOLING_TYPES, ToolingType
 
-_KEYS = KeySpec(known=frozenset({"path", "servers"}))
+_KEYS = KeySpec(known=frozenset({"path", "servers", "roots"}))
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,7 @@ def parse_mcp_config(
     check_keys(ck, config, path, _KEYS)
     file = opt_str(ck, config, "path", path, required=True)
     wanted = opt_str_list(ck, config, "servers", path) if "servers" in config else None
+    roots = parse_roots(ck, config.get("roots"), (*path, "roots"))
     if file is None:
         return None
     resolved = (ck.file_dir / os.path.expanduser(file.strip())).resolve()
@@ -85,7 +90,15 @@ def parse_mcp_config(
     if not chosen:
         ck.error((*path, "path"), f"{file} names no enabled server")
         return None
-    return McpConfigSettings(str(resolved), tuple(servers_file.servers[n] for n in chosen))
+    servers = tuple(_with_roots(servers_file.servers[n], roots) for n in chosen)
+    return McpConfigSettings(str(resolved), servers)
+
+
+def _with_roots(server: ToolingConfig, roots: tuple[RootConfig, ...]) -> ToolingConfig:
+    """A server of the file offered the entry's roots (its settings' `client.roots`)."""
+    settings = server.config
+    client = replace(settings.client, roots=roots)
+    return replace(server, config=replace(settings, client=client))
 
 
 def expand(entry: ToolingConfig) -> tuple[ToolingConfig, ...]:
@@ -108,5 +121,6 @@ TOOLING_TYPES.register(
         base_name=_base_name,
         expand=expand,
         keys=_KEYS,
+        shapes=lambda: {"roots": client_shapes()["roots"]},
     )
 )

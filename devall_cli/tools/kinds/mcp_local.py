@@ -164,7 +164,6 @@ def make_local_source(source_id: str, settings: McpLocalConfig, ctx: SourceConte
         redact=ctx.redact,
         events=ctx.events,
         elicitor=ctx.elicitor,
-        workflow_dir=ctx.workflow_dir,
         process=ctx.head_start.take(source_id) if ctx.head_start is not None else None,
         stop_at_once=ctx.stop_at_once,
         client="direct" if uses_direct_client(ctx) else "fastmcp",
@@ -194,6 +193,7 @@ TOOLING_TYPES.register(
         early_process=make_local_process,
         base_name=local_name,
         cache_ttl=lambda settings: settings.cache_ttl,
+        roots=lambda settings: settings.client.roots,
         start_hint=local_start_hint,
         timeout_status="startup_timeout",  # the process did not get ready
         shapes=client_shapes,

@@ -129,7 +129,6 @@ def make_remote_source(source_id: str, settings: McpRemoteConfig, ctx: SourceCon
         interactive=ctx.interactive,
         events=ctx.events,
         elicitor=ctx.elicitor,
-        workflow_dir=ctx.workflow_dir,
     )
 
 
@@ -153,6 +152,7 @@ TOOLING_TYPES.register(
         make_source=make_remote_source,
         base_name=remote_name,
         cache_ttl=lambda settings: settings.cache_ttl,
+        roots=lambda settings: settings.client.roots,
         start_hint=remote_start_hint,
         shapes=lambda: {**client_shapes(), "auth": auth_shape()},
     )

@@ -23,6 +23,7 @@ from devall_cli.text import suggest
 
 if TYPE_CHECKING:
     from devall_cli.tools.base import ToolSource
+    from devall_cli.tools.kinds.client_settings import RootConfig
     from devall_cli.tools.plan import SourceContext
 
 # Parses a type's `config` mapping; returns None after recording issues when it is unusable.
@@ -60,6 +61,8 @@ class ToolingType:
     # A process to spawn before the MCP client stack is imported (see tools/head_start.py).
     early_process: Callable[[str, Any, SourceContext], Any] | None = None
     shapes: Callable[[], dict[str, Schema]] = no_shapes  # `devall schema`: nested blocks
+    # The roots its server is configured to be offered (`roots:`); none for a type without.
+    roots: Callable[[Any], tuple[RootConfig, ...]] = lambda settings: ()
 
 
 # Every module of tools/kinds/ is imported when a tooling type is first asked for (importing
