@@ -60,6 +60,11 @@ class WorkflowPlan:
 def _base_name(tooling: ToolingConfig) -> str:
     """A short readable id for a source: prefix, script name, or host and port."""
     name = tooling.name or tooling.prefix or tooling_type(tooling).base_name(tooling.config)
+    return source_name(name)
+
+
+def source_name(name: str) -> str:
+    """A name as a source id shows it (the trace, tables, servers/<id>.log)."""
     return re.sub(r"[^A-Za-z0-9_.:-]+", "-", name).strip("-.:") or "server"
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -106,6 +106,16 @@ def _file_servers(
     known = list(servers_file.names)
     if target.servers:
         unknown = [name for name in target.servers if name not in servers_file.servers]
+        if unknown:  # a server may be named as the tables show it (`${NAME}` shows as NAME)
+            servers_file, ck = load_servers_file(
+                target.mcp_config,
+                str(target.mcp_config),
+                environ=environ,
+                values=values,
+                only=[_as_keyed(name, known) for name in target.servers],
+            )
+            target = replace(target, servers=tuple(_as_keyed(n, known) for n in target.servers))
+            unknown = [name for name in target.servers if name not in servers_file.servers]
         if unknown:
             raise UsageError(
                 f"--server: no server {', '.join(repr(n) for n in unknown)} in "
@@ -117,6 +127,16 @@ def _file_servers(
     if not chosen:
         raise UsageError(f"--mcp-config: {target.mcp_config} names no enabled server")
     return [(name, servers_file.servers[name]) for name in chosen], set(ck.secrets)
+
+
+def _as_keyed(name: str, known: list[str]) -> str:
+    """The file's key for a server named as its id shows it, when exactly one key matches."""
+    if name in known:
+        return name
+    from devall_cli.tools.plan import source_name
+
+    matches = [key for key in known if source_name(key) == name]
+    return matches[0] if len(matches) == 1 else name
 
 
 def _option_server(target: AdhocTarget) -> tuple[ToolingConfig, set[str]]:

@@ -151,6 +151,12 @@ def test_unknown_server_names_are_listed(tmp_path: Path) -> None:
     result = cli("probe", "--mcp-config", str(path), "--server", "c")
     assert result.returncode == 2 and "no server 'c'" in result.stderr
     assert "servers: a, b" in result.stderr
+    # A key that is not a safe id (`${NAME}`) is shown as its id, and may be named by it.
+    odd = {"command": "no-such-command-for-devall"}
+    path = write_json(tmp_path / "odd.json", {"mcpServers": {"${NAME}": odd, "b": odd}})
+    result = cli("probe", "--mcp-config", str(path), "--server", "NAME", "--json")
+    assert result.returncode == 1, result.stderr
+    assert [s["id"] for s in json.loads(result.stdout)["servers"]] == ["NAME"]
 
 
 def test_mcp_config_example_validates_and_runs(tmp_path: Path) -> None:

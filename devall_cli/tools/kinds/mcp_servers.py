@@ -192,23 +192,45 @@ class _Lookup:
         if not isinstance(value, str) or "${" not in value:
             return value
         missing: list[str] = []
-
-        def one(found: re.Match[str]) -> str:
-            kind, name, default = found.groups()
-            text = self._value(kind, name)
-            if text is None or (text == "" and default is not None):
-                if default is None:
-                    missing.append(found.group())
-                    return ""
-                text = default
-            if is_secret_name(name):
-                self.secrets.add(text)
-            return text
-
-        resolved = _PLACEHOLDER.sub(one, value)
+        resolved = self._text(value, missing, 0)
         for placeholder in missing:
             ck.error(path, _unresolved(placeholder))
         return resolved
+
+    def _text(self, text: str, missing: list[str], depth: int) -> str:
+        """`text` with each `${...}` replaced; a default may hold placeholders of its own
+        (`${A:-${B:-deep}}`), resolved only when it is used."""
+        out: list[str] = []
+        at = 0
+        while (start := text.find("${", at)) >= 0:
+            end = _closing(text, start)
+            if end < 0:  # no closing brace: the rest is text
+                break
+            out.append(text[at:start])
+            out.append(self._one(text[start : end + 1], missing, depth))
+            at = end + 1
+        out.append(text[at:])
+        return "".join(out)
+
+    def _one(self, placeholder: str, missing: list[str], depth: int) -> str:
+        body = placeholder[2:-1]
+        head, has_default, default = body.partition(":-")
+        found = _PLACEHOLDER.fullmatch("${" + head + "}")
+        if found is None:  # not a placeholder devall reads: kept as it is
+            return placeholder
+        kind, name, _ = found.groups()
+        text = self._value(kind, name)
+        if text is None or (text == "" and has_default):
+            if not has_default:
+                missing.append(placeholder)
+                return ""
+            if depth >= _MAX_DEFAULT_DEPTH:
+                missing.append(placeholder)
+                return ""
+            text = self._text(default, missing, depth + 1)
+        if is_secret_name(name):
+            self.secrets.add(text)
+        return text
 
     def _value(self, kind: str | None, name: str) -> str | None:
         if kind is None and name in self.builtin:
@@ -216,6 +238,26 @@ class _Lookup:
         if kind != "env" and name in self.values:
             return self.values[name]
         return self.environ.get(name)
+
+
+_MAX_DEFAULT_DEPTH = 8  # defaults inside defaults
+
+
+def _closing(text: str, start: int) -> int:
+    """The index of the `}` that closes the `${` at `start` (nested ones counted), else -1."""
+    depth = 0
+    i = start
+    while i < len(text):
+        if text.startswith("${", i):
+            depth += 1
+            i += 2
+            continue
+        if text[i] == "}":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    return -1
 
 
 def _unresolved(placeholder: str) -> str:
