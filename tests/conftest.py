@@ -123,3 +123,23 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SERVERS_DIR = REPO_ROOT / "tests" / "servers"
 DATA_DIR = REPO_ROOT / "tests" / "data"
+
+
+# The slowest test files, slowest first (measured with --durations). `make test` hands whole
+# files to its two workers in collection order (`--dist loadfile`): started last, a 40 s file
+# would keep one worker busy long after the other ran out of work. Every other file keeps its
+# place; the tests inside a file keep their order.
+SLOW_FILES_FIRST = (
+    "tests/cli/test_batch_ray.py",
+    "tests/conformance/test_conformance.py",
+    "tests/cli/test_head_start_cli.py",
+    "tests/cli/test_resources_prompts_cli.py",
+    "tests/integration/test_mcp_remote_faults.py",
+    "tests/unit/config/test_loader_fuzz.py",
+    "tests/cli/test_mcp_client_cli.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: n for n, name in enumerate(SLOW_FILES_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
