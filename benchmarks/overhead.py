@@ -48,8 +48,11 @@ class InstantTools:
         """The one tool."""
         return [self.spec]
 
-    async def call(self, node_id: str, name: str, arguments: Mapping[str, Any]) -> ToolResult:
-        """The text back, as a fixture server's echo would give it."""
+    async def call(
+        self, node_id: str, name: str, arguments: Mapping[str, Any], *, context: Any = None
+    ) -> ToolResult:
+        """The text back, as a fixture server's echo would give it (`context` as ToolManager
+        takes it: who answers the server's requests during the call; nobody asks here)."""
         block = TextBlock(str(arguments.get("text", "")), tool_name=name, source="mcp_tool")
         return ToolResult((block,), False, None, 0.01)
 

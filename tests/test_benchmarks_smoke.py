@@ -48,3 +48,19 @@ def test_floor_scenario_workflows_load(tmp_path: Path) -> None:
         assert isinstance(entry.config, McpLocalConfig)
         assert (entry.config.command, entry.config.args) == (server.command, server.args)
         assert entry.config.wait_for_log == server.ready
+
+
+def test_the_engine_overhead_scenario_runs_on_its_stand_in_tools() -> None:
+    """Scenario 4's engine row runs devall's whole loop on a stand-in of the ToolManager: the
+    stand-in must take what ToolManager.call takes (it crashed when `context=` was added)."""
+    import asyncio
+    import inspect
+
+    from benchmarks.core import Settings
+    from benchmarks.overhead import InstantTools, engine_overhead
+    from devall_cli.tools.manager import ToolManager
+
+    stand_in = set(inspect.signature(InstantTools.call).parameters)
+    assert set(inspect.signature(ToolManager.call).parameters) <= stand_in
+    row = asyncio.run(engine_overhead(Settings(quick=True), None))
+    assert row.devall is not None and row.devall > 0
