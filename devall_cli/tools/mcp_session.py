@@ -350,9 +350,10 @@ class McpSessionSource:
                 if exc.status != "unreachable" or number == len(delays):
                     raise
                 delay = delays[number]
+                # The reason only: the error that ends the attempts names server and URL.
                 self._log(
                     f"[devall] {phase} attempt {number + 1}/{len(delays) + 1} failed "
-                    f"({exc.message}); retrying in {delay:g}s"
+                    f"({_reason(exc.message)}); retrying in {delay:g}s"
                 )
                 await asyncio.sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
@@ -493,6 +494,12 @@ async def _bounded(
 
 PAUSE_CHECK = 0.25
 _ABANDONED: set[asyncio.Future[Any]] = set()
+
+
+def _reason(message: str) -> str:
+    """`cannot reach MCP server 'x' (URL): connection refused` -> `connection refused`."""
+    _, found, reason = message.partition("): ")
+    return reason if found and reason else message
 
 
 def _abandon(task: asyncio.Future[Any]) -> None:

@@ -132,7 +132,11 @@ class SourceContext:
 
 def start_hint(plan: SourcePlan, error: Any) -> str:
     """How to fix the error that stopped a source from starting, if its type can tell."""
-    where = f"{plan.tooling.path}.config" if plan.tooling.path else "its tooling config"
+    path = plan.tooling.path
+    if path == "command line":  # an ad-hoc target: there is no config block to point at
+        where = "the command line"
+    else:
+        where = f"{path}.config" if path else "its tooling config"
     return tooling_type(plan.tooling).start_hint(plan.tooling.config, error, where)
 
 

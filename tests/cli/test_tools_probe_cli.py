@@ -222,3 +222,13 @@ def test_unreachable_remote_server_is_exit_4_after_three_attempts(tmp_path: Path
     assert code == 4 and out == ""
     assert "devall: error:" in err and "127.0.0.1" in err and "Traceback" not in err
     assert time.monotonic() - t0 >= 1.5  # 3 attempts, waiting 0.5 s then 1 s
+
+
+def test_an_unreachable_ad_hoc_url_is_said_once_with_a_hint_that_exists() -> None:
+    url = f"http://127.0.0.1:{free_port()}/mcp"
+    code, out, err = invoke("probe", "--url", url)
+    assert code == 1, err
+    err = out + err  # the report is on stdout, the table's notes with it
+    assert err.count(f"({url})") == 1  # the retries' log lines give the reason only
+    assert "connect attempt 1/3 failed (connection refused); retrying in" in err
+    assert "command line.config" not in err and "`server:` in the command line" in err
