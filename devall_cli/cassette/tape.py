@@ -14,11 +14,7 @@ ReplayMismatchError (exit 6) showing the recorded and the asked request as a uni
 
 from __future__ import annotations
 
-import asyncio
-import base64
 import contextlib
-import difflib
-import hashlib
 import json
 import os
 import threading
@@ -26,9 +22,10 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from devall_cli import json_limits
+from devall_cli.cassette.scope import current_scope
 from devall_cli.errors import (
     AuthError,
     ConfigError,
@@ -48,6 +45,9 @@ from devall_cli.errors import (
 )
 from devall_cli.redaction import Redactor
 from devall_cli.text import clean_value
+
+if TYPE_CHECKING:
+    import asyncio
 
 FORMAT = "devall-cassette"
 VERSION = 1
@@ -88,6 +88,8 @@ class Tape:
     _running: set[tuple[str, int]] = field(default_factory=set)
     _done: set[tuple[str, int]] = field(default_factory=set)
     _waiting: dict[tuple[str, int], asyncio.Future[None]] = field(default_factory=dict)
+    # The exchanges of each (type, node, visit), built once: a replay looks one up per request.
+    _by_scope: dict[tuple[str, str, int], list[_Entry]] | None = None
 
     # --- what is taped ---------------------------------------------------------------------
 
@@ -105,8 +107,6 @@ class Tape:
 
     def record(self, entry: Mapping[str, Any]) -> None:
         """Keep one exchange; node and visit come from the running node visit when not given."""
-        from devall_cli.cassette.scope import current_scope
-
         if self.mode != "record":
             return
         data = dict(entry)
@@ -119,6 +119,9 @@ class Tape:
 
     def store_blob(self, data: bytes, mime_type: str) -> str:
         """Keep `data` once; its sha256, which names it in the exchanges."""
+        import base64
+        import hashlib
+
         digest = hashlib.sha256(data).hexdigest()
         with self._lock:
             self._blobs.setdefault(
@@ -173,6 +176,8 @@ class Tape:
         that nodes fed by parallel branches get their inputs in the recorded order. When every
         running visit waits, the first of them in the recorded order goes on (never a deadlock).
         """
+        import asyncio  # here: a run has it loaded already, `devall validate` never needs it
+
         key = (node, visit)
         if self.mode == "record":
             with self._lock:
@@ -255,24 +260,31 @@ class Tape:
         `kind` is the entry type, `match` the fields it must have besides (server, method);
         `what` names the request in a mismatch ("model request", "call of tool 'x'").
         """
-        from devall_cli.cassette.scope import current_scope
-
         node, visit = current_scope()
         asked = self.redactor.value(_plain(dict(asked)))
         with self._lock:
             candidates = [
                 e
-                for e in self._entries
-                if e.data.get("type") == kind
-                and e.data.get("node") == node
-                and e.data.get("visit") == visit
-                and all(e.data.get(k) == v for k, v in match.items())
+                for e in self._scoped().get((kind, node, visit), ())
+                if all(e.data.get(k) == v for k, v in match.items())
             ]
             for entry in candidates:
                 if not entry.used and _request_of(entry.data, asked) == asked:
                     entry.used = True
                     return entry.data
         raise self._mismatch(what, node, visit, asked, candidates)
+
+    def _scoped(self) -> dict[tuple[str, str, int], list[_Entry]]:
+        if self._by_scope is None:
+            self._by_scope = {}
+            for entry in self._entries:
+                data = entry.data
+                node, visit = data.get("node"), data.get("visit")
+                if not isinstance(node, str) or not isinstance(visit, int):
+                    continue  # a server's exchange: no node visit to look it up by
+                key = (str(data.get("type")), node, visit)
+                self._by_scope.setdefault(key, []).append(entry)
+        return self._by_scope
 
     def _mismatch(
         self,
@@ -313,6 +325,8 @@ class Tape:
 
     def blob(self, digest: str) -> bytes:
         """The content a recorded exchange names by `digest`."""
+        import base64
+
         found = self._blobs.get(digest)
         if found is None:
             raise ReplayMismatchError(
@@ -344,6 +358,8 @@ def _request_of(data: Mapping[str, Any], like: Mapping[str, Any]) -> dict[str, A
 
 def diff_lines(recorded: Any, asked: Any) -> list[str]:
     """A unified diff of two requests as indented JSON, cut to DIFF_LINES lines."""
+    import difflib
+
     old = json.dumps(recorded, indent=2, sort_keys=True, ensure_ascii=False).splitlines()
     new = json.dumps(asked, indent=2, sort_keys=True, ensure_ascii=False).splitlines()
     lines = list(difflib.unified_diff(old, new, "recorded", "asked", n=2, lineterm=""))
