@@ -13,6 +13,7 @@ Two rules, each applied by one function:
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -122,3 +123,20 @@ def suggest(word: str, choices: list[str]) -> str | None:
         lowered = {choice.lower(): choice for choice in choices}
         matches = [lowered[word.lower()]] if word.lower() in lowered else []
     return matches[0] if matches else None
+
+
+def finite_number(value: Any, texts: type[str] = str) -> float | None:
+    """`value` as a finite float: a number (never a boolean), or a text of type `texts` that
+    spells one; None otherwise (NaN and infinity included)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        number = float(value)
+    elif isinstance(value, texts):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            return None
+    else:
+        return None
+    return number if math.isfinite(number) else None

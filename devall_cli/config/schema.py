@@ -8,7 +8,6 @@ pass silently.
 from __future__ import annotations
 
 import contextlib
-import math
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -21,7 +20,7 @@ from devall_cli.config.placeholders import UNRESOLVED, TextValue
 from devall_cli.config.yaml_source import KeyPath, SourceDocument
 from devall_cli.errors import ConfigIssue
 from devall_cli.redaction import is_secret_name, preview, url_credentials
-from devall_cli.text import suggest
+from devall_cli.text import finite_number, suggest
 
 if TYPE_CHECKING:
     from devall_cli.config.scope import GraphReader, LoadScope
@@ -266,18 +265,8 @@ def opt_number(
 
 
 def _as_number(value: Any) -> float | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        number = float(value)
-    elif isinstance(value, TextValue):
-        try:
-            number = float(value.strip())
-        except ValueError:
-            return None
-    else:
-        return None
-    return number if math.isfinite(number) else None
+    # Text counts only when a placeholder gave it: YAML's own "1.5" is a string, as written.
+    return finite_number(value, TextValue)
 
 
 def opt_int(

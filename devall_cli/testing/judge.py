@@ -9,7 +9,6 @@ way. The grader is always asked live: its exchange is not part of a case's casse
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +18,7 @@ from devall_cli.providers.base import ModelSettings, Provider
 from devall_cli.redaction import Redactor
 from devall_cli.testing.checks import shown_text
 from devall_cli.testing.model import JudgeConfig
+from devall_cli.text import finite_number
 
 ProviderMaker = Callable[..., Provider]
 
@@ -86,7 +86,7 @@ def read_grade(reply: str) -> Grade:
         return Grade(None, problem=problem, reply=reply)
     reasoning = found.get("reasoning", "")
     reasoning = reasoning if isinstance(reasoning, str) else json.dumps(reasoning)
-    score = _number(found.get("score"))
+    score = finite_number(found.get("score"))
     if score is None or not 0 <= score <= 1:
         problem = f"the grader's score {json.dumps(found.get('score'))} is not a number from 0 to 1"
         return Grade(None, reasoning, problem, reply)
@@ -105,21 +105,6 @@ def _score_object(reply: str) -> dict[str, Any] | None:
             return value
         start = reply.find("{", start + 1)
     return None
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        number = float(value)
-    elif isinstance(value, str):
-        try:
-            number = float(value.strip())
-        except ValueError:
-            return None
-    else:
-        return None
-    return number if math.isfinite(number) else None
 
 
 def _cut(text: str) -> str:

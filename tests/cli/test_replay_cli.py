@@ -247,13 +247,13 @@ def test_parallel_branches_replay_ten_times_in_a_row(
                        str(cassette))
         assert replayed.returncode == 0, replayed.stderr
         assert replayed.stdout == recorded.stdout == "all three heard\n"
-        assert result(Path(f"rep{n}"))["nodes"] == result(Path("rec"))["nodes"] or _same_outputs(
-            Path(f"rep{n}"), Path("rec")
-        )
+        assert _same_outputs(Path(f"rep{n}"), Path("rec"))
     assert attempts == []
 
 
 def _same_outputs(one: Path, other: Path) -> bool:
+    """Every node visit's outputs, in order (result.json's durations differ from run to run)."""
+
     def outputs(run: Path) -> dict[str, Any]:
         return {n["id"]: [v["outputs"] for v in n["visits"]] for n in result(run)["nodes"]}
 
