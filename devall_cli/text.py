@@ -140,3 +140,8 @@ def finite_number(value: Any, texts: type[str] = str) -> float | None:
     else:
         return None
     return number if math.isfinite(number) else None
+
+
+def safe_id(name: str) -> str:
+    """A name as an id shows it: a server's id in the trace, tables and servers/<id>.log."""
+    return re.sub(r"[^A-Za-z0-9_.:-]+", "-", name).strip("-.:") or "server"

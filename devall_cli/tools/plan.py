@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from devall_cli.config.model import ToolingConfig, Workflow, node_tooling, walk_nodes
+from devall_cli.text import safe_id
 from devall_cli.tools.base import (
     AuthCallback,
     Elicitor,
@@ -60,12 +60,7 @@ class WorkflowPlan:
 def _base_name(tooling: ToolingConfig) -> str:
     """A short readable id for a source: prefix, script name, or host and port."""
     name = tooling.name or tooling.prefix or tooling_type(tooling).base_name(tooling.config)
-    return source_name(name)
-
-
-def source_name(name: str) -> str:
-    """A name as a source id shows it (the trace, tables, servers/<id>.log)."""
-    return re.sub(r"[^A-Za-z0-9_.:-]+", "-", name).strip("-.:") or "server"
+    return safe_id(name)
 
 
 def plan_sources(workflow: Workflow) -> WorkflowPlan:

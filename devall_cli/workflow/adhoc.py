@@ -23,6 +23,7 @@ from devall_cli.config.yaml_source import SourceDocument
 from devall_cli.errors import UsageError
 from devall_cli.nodes.agent_settings import AgentConfig
 from devall_cli.redaction import Redactor
+from devall_cli.text import safe_id
 from devall_cli.tools.kinds.mcp_local import McpLocalConfig, parse_mcp_local
 from devall_cli.tools.kinds.mcp_remote import parse_mcp_remote
 from devall_cli.tools.kinds.mcp_servers import load_servers_file
@@ -105,17 +106,8 @@ def _file_servers(
     )
     known = list(servers_file.names)
     if target.servers:
+        target = replace(target, servers=tuple(_as_keyed(n, known) for n in target.servers))
         unknown = [name for name in target.servers if name not in servers_file.servers]
-        if unknown:  # a server may be named as the tables show it (`${NAME}` shows as NAME)
-            servers_file, ck = load_servers_file(
-                target.mcp_config,
-                str(target.mcp_config),
-                environ=environ,
-                values=values,
-                only=[_as_keyed(name, known) for name in target.servers],
-            )
-            target = replace(target, servers=tuple(_as_keyed(n, known) for n in target.servers))
-            unknown = [name for name in target.servers if name not in servers_file.servers]
         if unknown:
             raise UsageError(
                 f"--server: no server {', '.join(repr(n) for n in unknown)} in "
@@ -133,9 +125,7 @@ def _as_keyed(name: str, known: list[str]) -> str:
     """The file's key for a server named as its id shows it, when exactly one key matches."""
     if name in known:
         return name
-    from devall_cli.tools.plan import source_name
-
-    matches = [key for key in known if source_name(key) == name]
+    matches = [key for key in known if safe_id(key) == name]
     return matches[0] if len(matches) == 1 else name
 
 

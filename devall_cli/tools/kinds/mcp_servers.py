@@ -26,6 +26,7 @@ from devall_cli.config.schema import Checker, describe, get_mapping
 from devall_cli.config.yaml_source import KeyPath, SourceDocument, format_path
 from devall_cli.errors import ConfigError, ConfigIssue
 from devall_cli.redaction import is_secret_name
+from devall_cli.text import safe_id
 from devall_cli.tools.kinds.mcp_local import parse_mcp_local
 from devall_cli.tools.kinds.mcp_remote import parse_mcp_remote
 
@@ -294,7 +295,8 @@ def _servers(
                 ck.error(where, f"server '{name}' is defined twice", at_key=True)
                 continue
             names.append(str(name))
-            if only is not None and name not in only:
+            # A server may be chosen by its key or by the id it is shown as (`${X}` as X).
+            if only is not None and name not in only and safe_id(str(name)) not in only:
                 continue
             entry = get_mapping(ck, raw, where, f"server '{name}'")
             if entry is None:
