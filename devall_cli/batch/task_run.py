@@ -161,21 +161,15 @@ def _tape(task: BatchTask, session: RunSession, env: TaskEnv) -> Tape | None:
         return None
     import os
 
-    from devall_cli.cassette import open_recording
-    from devall_cli.workflow.placeholders_used import outside_values
+    from devall_cli.workflow.placeholders_used import recording_of
 
     workflows = env.workflows
-    values = outside_values(
-        workflows.path,
+    return recording_of(
+        env.record_dir / f"{task.dir_name}.jsonl",
+        session.workflow,
         {**workflows.cli_vars, **task.vars},
         workflows.env_file,
         os.environ if env.environ is None else env.environ,
-    )
-    return open_recording(
-        env.record_dir / f"{task.dir_name}.jsonl",
-        session.redactor,
-        workflow=session.workflow.name,
-        placeholders=values,
     )
 
 

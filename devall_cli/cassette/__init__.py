@@ -15,6 +15,7 @@ from devall_cli.cassette.tape import (
     open_recording,
     open_replay,
     raise_recorded,
+    replay_environ,
     replay_placeholders,
 )
 
@@ -30,6 +31,7 @@ __all__ = [
     "open_recording",
     "open_replay",
     "raise_recorded",
+    "replay_environ",
     "replay_placeholders",
     "use_tape",
 ]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 import threading
 import time
 from collections.abc import Mapping
@@ -486,6 +487,12 @@ def open_replay(path: Path, redactor: Redactor, *, only: str | None = None) -> T
     return tape
 
 
+def replay_environ(path: Path, environ: Mapping[str, str]) -> dict[str, str]:
+    """`environ` over the placeholders the recording at `path` took from outside its file:
+    what a replayed workflow loads with, so that it needs neither those variables nor keys."""
+    return {**replay_placeholders(path), **environ}
+
+
 def replay_placeholders(path: Path) -> dict[str, str]:
     """The recorded values of the placeholders the workflow took from outside its file.
 
@@ -503,8 +510,13 @@ def read_cassette(path: Path, *, header_only: bool = False) -> tuple[dict[str, A
     """The header and the entries of a cassette file; ConfigError naming the line when bad."""
     display = str(path)
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would block the open for ever
+            raise _bad(display, 0, "the cassette is not a regular file")
         with open(path, "rb") as handle:
-            raw = handle.read(CASSETTE_BYTES + 1)
+            # The header is the first line: a replay's placeholders need no more of the file.
+            raw = handle.readline(CASSETTE_BYTES + 1) if header_only else b""
+            if not raw.strip():
+                raw += handle.read(CASSETTE_BYTES + 1 - len(raw))
     except OSError as exc:
         raise _bad(display, 0, f"cannot read the cassette: {exc.strerror or exc}") from None
     if len(raw) > CASSETTE_BYTES:

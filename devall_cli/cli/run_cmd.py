@@ -240,9 +240,9 @@ def replay_environ(replay: Path | None) -> dict[str, str] | None:
     """For a replay: the environment with the placeholders the recording took from outside."""
     if replay is None:
         return None
-    from devall_cli.cassette import replay_placeholders
+    from devall_cli.cassette import replay_environ as recorded_under
 
-    return {**replay_placeholders(replay), **os.environ}
+    return recorded_under(replay, os.environ)
 
 
 def open_tape(
@@ -255,17 +255,16 @@ def open_tape(
     only: str | None,
 ) -> Tape | None:
     """The run's tape: recording into `record`, replaying `replay`, or None."""
-    from devall_cli.cassette import open_recording, open_replay
+    from devall_cli.cassette import open_replay
 
     if replay is not None:
         return open_replay(replay, loaded.redactor, only=only)
     if record is None:
         return None
     from devall_cli.cli.common import parse_vars
-    from devall_cli.workflow.placeholders_used import outside_values
+    from devall_cli.workflow.placeholders_used import recording_of
 
-    values = outside_values(workflow, parse_vars(var), env_file, os.environ)
-    return open_recording(record, loaded.redactor, workflow=loaded.name, placeholders=values)
+    return recording_of(record, loaded, parse_vars(var), env_file, os.environ)
 
 
 def rerecord_hint(workflow: Path, task: str, task_file: str | None, cassette: Path) -> str:

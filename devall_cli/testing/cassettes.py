@@ -37,7 +37,7 @@ def open_tape(
     environ: Mapping[str, str],
 ) -> Tape | None:
     """The case's tape (None when it runs live); ConfigError when a cassette is unusable."""
-    from devall_cli.cassette import open_recording, open_replay
+    from devall_cli.cassette import open_replay
 
     assert case.loaded is not None
     if case.replay is None or mode == LIVE:
@@ -49,21 +49,18 @@ def open_tape(
             f"devall test {shlex.quote(case.file)} --case {shlex.quote(case.name)} --record"
         )
         return tape
-    from devall_cli.workflow.placeholders_used import outside_values
+    from devall_cli.workflow.placeholders_used import recording_of
 
-    values = outside_values(case.workflow, {**cli_vars, **case.vars}, env_file, environ)
-    return open_recording(
-        case.replay, case.loaded.redactor, workflow=case.loaded.name, placeholders=values
-    )
+    return recording_of(case.replay, case.loaded, {**cli_vars, **case.vars}, env_file, environ)
 
 
 def run_environ(case: CaseConfig, mode: str, environ: Mapping[str, str]) -> Mapping[str, str]:
     """What the run sees as its environment: a replay's recorded placeholders under the real."""
     if mode != REPLAY or case.replay is None:
         return environ
-    from devall_cli.cassette import replay_placeholders
+    from devall_cli.cassette import replay_environ
 
-    return {**replay_placeholders(case.replay), **environ}
+    return replay_environ(case.replay, environ)
 
 
 def finish_tape(tape: Tape | None, mode: str, passed: bool, shown: str) -> str:

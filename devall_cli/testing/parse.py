@@ -295,13 +295,13 @@ def _replay_environ(
     ck: Checker, cassette: Path, path: KeyPath, environ: Mapping[str, str]
 ) -> Mapping[str, str] | None:
     """The environment a replayed workflow loads with: the recorded placeholders under it."""
-    from devall_cli.cassette import replay_placeholders
+    from devall_cli.cassette import replay_environ
 
     if not cassette.is_file():
         ck.error(path, f"no such cassette: {cassette.name}; record it with devall test --record")
         return None
     try:
-        return {**replay_placeholders(cassette), **environ}
+        return replay_environ(cassette, environ)
     except ConfigError as exc:
         ck.error(path, f"the cassette cannot be replayed: {exc.message}")
         return None

@@ -13,7 +13,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from devall_cli import limits
+from devall_cli.cassette import Tape, open_recording
 from devall_cli.config.dotenv import load_dotenv_files
+from devall_cli.config.model import Workflow
 from devall_cli.redaction import is_secret_name
 
 _REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)")
@@ -40,3 +42,16 @@ def outside_values(
                 found[name] = None if is_secret_name(name) else str(source[name])
                 break
     return found
+
+
+def recording_of(
+    cassette: Path,
+    workflow: Workflow,
+    cli_vars: Mapping[str, str] | None,
+    env_file: Path | None,
+    environ: Mapping[str, str],
+) -> Tape:
+    """A tape recording a run of the loaded `workflow` into `cassette`, its header keeping the
+    placeholders the workflow took from outside its file."""
+    values = outside_values(workflow.path, cli_vars, env_file, environ)
+    return open_recording(cassette, workflow.redactor, workflow=workflow.name, placeholders=values)
