@@ -148,3 +148,14 @@ def test_a_bad_cassette_is_refused_naming_the_line(
     path.write_text(text)
     with pytest.raises(ConfigError, match=problem):
         open_replay(path, Redactor())
+
+
+def test_a_cassette_that_is_not_a_regular_file_is_refused_without_waiting(tmp_path: Path) -> None:
+    import os
+
+    fifo = tmp_path / "cassette.jsonl"
+    os.mkfifo(fifo)  # opening it to read would wait for a writer for ever
+    with pytest.raises(ConfigError, match="not a regular file"):
+        open_replay(fifo, Redactor())
+    with pytest.raises(ConfigError, match="not a regular file"):
+        replay_placeholders(fifo)
