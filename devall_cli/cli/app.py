@@ -8,6 +8,7 @@ import typer
 
 from devall_cli import __version__
 from devall_cli.cli.common import STATE
+from devall_cli.cli.help_format import use_help_layout
 from devall_cli.cli.usage import DevallGroup
 
 app = typer.Typer(
@@ -73,6 +74,9 @@ from devall_cli.cli import (  # noqa: E402,F401
     tools_cmd,
     validate_cmd,
 )
+
+# Every page of `--help` in one layout, with its examples (help_format.py, help_examples.py).
+use_help_layout(app)
 
 
 def main() -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -85,10 +84,6 @@ def graph_command(
         raise RunFailedError(f"could not write {out}: {exc.strerror or exc}") from None
 
 
-_UNSET = re.compile(r"unresolved placeholder \$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-_URL_NAME = re.compile(r"URL|URI|ENDPOINT|HOST", re.IGNORECASE)
-
-
 def _load_for_drawing(workflow: Path, var: list[str] | None, env_file: Path | None) -> Any:
     """The workflow; placeholders that are not set get stand-ins (a picture needs no secrets).
 
@@ -97,15 +92,15 @@ def _load_for_drawing(workflow: Path, var: list[str] | None, env_file: Path | No
     Any other error is reported as `devall validate` reports it.
     """
     from devall_cli.workflow.loader import load_workflow
+    from devall_cli.workflow.unset import only_unset, unset_names, with_stand_ins
 
     try:
         return load(workflow, var, env_file)
     except ConfigError as exc:
-        errors = [issue for issue in exc.issues if issue.severity == "error"]
-        names = sorted({m.group(1) for i in errors if (m := _UNSET.search(i.message))})
-        if not names or any(not _UNSET.search(issue.message) for issue in errors):
+        if not only_unset(exc.issues):
             raise
-        environ = {**os.environ, **{name: _stand_in(name) for name in names}}
+        names = unset_names(exc.issues)
+        environ = with_stand_ins(os.environ, names)
         try:
             loaded = load_workflow(
                 workflow, cli_vars=parse_vars(var), env_file=env_file, environ=environ
@@ -118,7 +113,3 @@ def _load_for_drawing(workflow: Path, var: list[str] | None, env_file: Path | No
         print_line(console, f"devall: warning: {issue.headline()}")
     print_line(console, f"devall: warning: not set, drawn without a value: {', '.join(names)}")
     return loaded
-
-
-def _stand_in(name: str) -> str:
-    return "http://unset.invalid/" if _URL_NAME.search(name) else f"${{{name}}}"

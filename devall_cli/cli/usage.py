@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import typer
-from typer.core import TyperGroup
 
+from devall_cli.cli.help_format import HelpGroup
 from devall_cli.errors import ExitCode
 
 # The Click that Typer runs on: its own copy in recent Typer releases, the `click` package before.
@@ -36,8 +36,11 @@ def current_context() -> Any:
     return importlib.import_module(f"{_CLICK}.globals").get_current_context(silent=True)
 
 
-class DevallGroup(TyperGroup):
-    """The `devall` group: Click's usage errors become one error line and a hint (exit 2)."""
+class DevallGroup(HelpGroup):
+    """The `devall` group: Click's usage errors become one error line and a hint (exit 2).
+
+    Its help page is laid out as every devall page (help_format.py).
+    """
 
     def main(
         self,

@@ -41,20 +41,22 @@ def validate_command(
     ],
     var: VarOption = None,
     env_file: EnvFileOption = None,
+    allow_unset: Annotated[
+        bool,
+        typer.Option(
+            "--allow-unset",
+            help="Accept placeholders that are not set (a warning each, checked with a stand-in).",
+        ),
+    ] = False,
     json_output: JsonOption = False,
 ) -> None:
     """Check workflow files: YAML, placeholders, schema and graph shape. Exit 3 if any is invalid.
 
     With several files and --json, the document is a list with one entry (and a "file" key) each.
+    --allow-unset checks files whose ${API_KEY} or ${BASE_URL} only the run will have.
     """
-    # Imported here so that `devall --help` does not pay for the YAML loader.
-    from devall_cli.workflow.loader import validate_workflow
-
     cli_vars = parse_vars(var)
-    results = [
-        (path, *validate_workflow(path, cli_vars=cli_vars, env_file=env_file, advice=True))
-        for path in workflows
-    ]
+    results = [(path, *_check(path, cli_vars, env_file, allow_unset)) for path in workflows]
     ok = all(loaded is not None for _, loaded, _ in results)
     if json_output:
         documents = [validation_document(loaded, issues) for _, loaded, issues in results]
@@ -69,6 +71,20 @@ def validate_command(
             _report(path, loaded, issues)
     if not ok:
         raise typer.Exit(int(ExitCode.CONFIG))
+
+
+def _check(
+    path: Path, cli_vars: dict[str, str], env_file: Path | None, allow_unset: bool
+) -> tuple[Workflow | None, list[ConfigIssue]]:
+    """One file: the workflow (None when it is invalid) and every issue found."""
+    # Imported here so that `devall --help` does not pay for the YAML loader.
+    if allow_unset:
+        from devall_cli.workflow.unset import validate_allowing_unset
+
+        return validate_allowing_unset(path, cli_vars=cli_vars, env_file=env_file)
+    from devall_cli.workflow.loader import validate_workflow
+
+    return validate_workflow(path, cli_vars=cli_vars, env_file=env_file, advice=True)
 
 
 def _report(path: Path, loaded: Workflow | None, issues: list[ConfigIssue]) -> None:

@@ -376,7 +376,7 @@ def test_human_nodes_take_their_replies_from_answers_in_every_task(tmp_path: Pat
     assert code == 2 and out == ""
     assert "nobody can answer the human node(s) 'review' in a batch" in err
     assert "--answers FILE" in err and not Path("b").exists()
-    answers = str(EXAMPLES / "human_review_loop.answers.yaml")
+    answers = str(EXAMPLES / "human_review_loop.answers.json")
     code, _, err = invoke(flow, str(tasks), "--out", "b", "--answers", answers)
     assert code == 0, err
     outputs = [line["output"] for line in results(Path("b"))]

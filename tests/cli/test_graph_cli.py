@@ -19,14 +19,8 @@ from tests.cli.flows import edge, invoke, scripted, write_flow
 from tests.conftest import REPO_ROOT
 
 WORKFLOWS = REPO_ROOT / "workflows"
-# Files under workflows/ that are no workflow of their own: replies for --answers, and
-# subgraph files (drawn inside the workflows that use them).
-NOT_WORKFLOWS = {"human_review_loop.answers.yaml"}
-DRAWN = sorted(
-    p
-    for p in WORKFLOWS.rglob("*.yaml")
-    if p.name not in NOT_WORKFLOWS and p.parent.name != "subgraphs"
-)
+# Subgraph files are no workflow of their own: they are drawn inside the workflows that use them.
+DRAWN = sorted(p for p in WORKFLOWS.rglob("*.yaml") if p.parent.name != "subgraphs")
 SVG = "{http://www.w3.org/2000/svg}"
 
 

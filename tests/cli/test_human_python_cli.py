@@ -22,7 +22,7 @@ from tests.servers.serve import pid_gone
 
 EXAMPLES = REPO_ROOT / "workflows" / "examples"
 REVIEW_LOOP = EXAMPLES / "human_review_loop.yaml"
-REVIEW_ANSWERS = EXAMPLES / "human_review_loop.answers.yaml"
+REVIEW_ANSWERS = EXAMPLES / "human_review_loop.answers.json"
 AGENT_CODE = EXAMPLES / "python_runs_agent_code.yaml"
 DEVALL = Path(sys.executable).parent / "devall"
 API_KEY = "sk-humanpy-7c41e0d2b9"

@@ -368,6 +368,62 @@ def test_remote_demo_names_the_missing_placeholders() -> None:
     assert "unresolved placeholder ${API_KEY}" in result.stderr
 
 
+# Placeholders the shipped workflows leave for the run to set (dropped from the environment).
+RUN_ONLY = ("BASE_URL", "API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "MEM0_API_KEY")
+
+
+def test_allow_unset_passes_the_repositorys_own_workflows_and_imports_no_function_module() -> None:
+    globs = ("*.yaml", "examples/*.yaml")  # as a shell expands them
+    files = [str(p) for pattern in globs for p in sorted(WORKFLOWS.glob(pattern))]
+    before = set(sys.modules)
+    result = validate("--allow-unset", *files, env=dict.fromkeys(RUN_ONLY))
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.count(" is valid (") == len(files)
+    assert "is not set; checked with a stand-in value" in result.stderr
+    assert [line for line in result.stderr.splitlines() if "error" in line] == []
+    imported = [sys.modules[name] for name in set(sys.modules) - before]
+    assert [m for m in imported if str(WORKFLOWS) in str(getattr(m, "__file__", ""))] == []
+
+
+def test_allow_unset_warns_at_each_use_and_json_keeps_them_as_warnings() -> None:
+    demo = str(WORKFLOWS / "demo_mcp.yaml")
+    result = validate("--allow-unset", demo, env={"BASE_URL": None, "API_KEY": None})
+    assert result.exit_code == 0, result.stderr
+    uses = [("21:19", "0", "base_url", "BASE_URL"), ("22:18", "0", "api_key", "API_KEY")]
+    uses += [("36:19", "1", "base_url", "BASE_URL"), ("37:18", "1", "api_key", "API_KEY")]
+    assert result.stderr.splitlines() == [
+        f"devall: warning: {demo}:{at}: graph.nodes[{node}].config.{key}: ${{{name}}} is not "
+        "set; checked with a stand-in value"
+        for at, node, key, name in uses
+    ]
+    assert "workflow 'demo_mcp' is valid (2 nodes, 1 edge)" in result.stdout
+    result = validate("--allow-unset", "--json", demo, env=dict.fromkeys(RUN_ONLY))
+    document = json.loads(result.stdout)
+    assert document["ok"] is True
+    assert {issue["severity"] for issue in document["issues"]} == {"warning"}
+
+
+def test_allow_unset_still_reports_every_other_error(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "flow.yaml",
+        """\
+        graph:
+          start: [a]
+          nodes:
+            - {id: a, type: agent, config: {provider: openai, name: m, api_key: "${API_KEY}"}}
+            - {id: b, type: no_such_type}
+        """,
+    )
+    result = validate("--allow-unset", str(path), env={"API_KEY": None})
+    assert result.exit_code == ExitCode.CONFIG
+    lines = result.stderr.splitlines()
+    assert lines[0] == (
+        f"devall: warning: {path}:4:73: graph.nodes[0].config.api_key: ${{API_KEY}} is not set; "
+        "checked with a stand-in value"
+    )
+    assert any(line.startswith(f"devall: error: {path}:5:") for line in lines), lines
+
+
 def test_local_openai_defaults_model_and_base_url() -> None:
     from devall_cli.nodes.agent_settings import AgentConfig
     from devall_cli.workflow.loader import load_workflow
