@@ -1,27 +1,29 @@
-"""`DirectSession`: devall's own MCP client for local servers, for the commands that only list
-and call tools. One of the two `McpSession`s (mcp_protocol.py) a `LocalSource` can hold.
+"""`DirectSession`: devall's own MCP client, for the commands that only list and call tools.
+One of the two `McpSession`s (mcp_protocol.py) a `LocalSource` or a `RemoteSource` can hold.
 
-`devall tools list`, `tools call` and `probe` start a local server, shake hands, list (and call)
-once and exit. Importing fastmcp's client for that costs more CPU than most servers need to start
+`devall tools list`, `tools call` and `probe` shake hands with a server, list (and call) once
+and exit. Importing fastmcp's client for that costs more CPU than most servers need to start
 (about a second on a quiet machine, measured in docs/benchmarks.md), so these commands speak
-to local servers with this small client instead; `devall run`, `batch`, `resources` and `prompts`
-keep fastmcp's. `DEVALL_MCP_CLIENT=fastmcp` makes every command use fastmcp's.
+to local servers, and to remote ones over streamable HTTP, with this small client instead;
+`devall run`, `batch`, `resources` and `prompts` keep fastmcp's. `DEVALL_MCP_CLIENT=fastmcp`
+makes every command use fastmcp's.
 
-What it speaks, on the supervised process of stdio_process.py (which frames the lines and
-enforces the size and depth limits): the `initialize` handshake (offering the newest protocol
-version the handshake reaches, accepting every version the MCP SDK accepts), `tools/list` with
-`nextCursor` paging, `tools/call` with a progress token, `logging/setLevel` and
-`notifications/roots/list_changed`. It answers the server's `ping` and `roots/list` (offered,
-as by fastmcp's client, only when roots are configured), and its `elicitation/create` and
-`sampling/createMessage` through the same `ServerRequests` as fastmcp's client (the SDK's types
-are imported only when a server asks for sampling). Progress and log notifications become the
-same events. Results are checked as the SDK checks them (content items, structured content
-against the tool's output schema). It raises `RpcError`, `SessionClosed` and ProtocolError; the
-source bounds its requests and mcp_errors.py words its failures as it words fastmcp's, so a
-command prints the same whichever client ran.
+It speaks on a `MessageChannel`: the supervised process of stdio_process.py (which frames the
+lines and enforces the size and depth limits), or http_lines.py's streamable HTTP (which does
+the same for HTTP bodies and event streams). What it speaks: the `initialize` handshake
+(offering the newest protocol version the handshake reaches, accepting every version the MCP
+SDK accepts), `tools/list` with `nextCursor` paging, `tools/call` with a progress token,
+`logging/setLevel` and `notifications/roots/list_changed`. It answers the server's `ping` and
+`roots/list` (offered, as by fastmcp's client, only when roots are configured), and its
+`elicitation/create` and `sampling/createMessage` through the same `ServerRequests` as
+fastmcp's client (the SDK's types are imported only when a server asks for sampling). Progress
+and log notifications become the same events. Results are checked as the SDK checks them
+(content items, structured content against the tool's output schema). It raises `RpcError`,
+`SessionClosed` and ProtocolError; the source bounds its requests and mcp_errors.py words its
+failures as it words fastmcp's, so a command prints the same whichever client ran.
 
-Not spoken: the 2026-07-28 protocol (`server/discover`); a server that speaks only that one
-refuses the handshake, and the command says so.
+Not spoken: the 2026-07-28 protocol (`server/discover`); a local server that speaks only that
+one refuses the handshake, and the command says so (a remote one is handed to fastmcp's client).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import itertools
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from types import SimpleNamespace
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from devall_cli import __version__
 from devall_cli.errors import DevallError, ProtocolError
@@ -48,7 +50,6 @@ from devall_cli.tools.mcp_protocol import (
 from devall_cli.tools.mcp_requests import ServerRequests
 from devall_cli.tools.normalize import json_object
 from devall_cli.tools.stdio_lines import INVALID_RESPONSE
-from devall_cli.tools.stdio_process import StdioProcess
 from devall_cli.tools.tool_errors import invalid_result
 
 T = TypeVar("T")
@@ -63,17 +64,42 @@ MAX_PAGES = 1000  # tools/list pages followed before the listing is called endle
 _SHOWN_CHARS = 300
 
 
+class MessageChannel(Protocol):
+    """Where a session's messages go and come from: a StdioProcess, or http_lines.HttpLines."""
+
+    def discard_pending(self) -> int:
+        """Drop messages nobody has read (meant for an earlier session); their count."""
+        ...
+
+    async def send_line(self, line: str) -> None:
+        """Send one JSON-RPC message (OSError when it cannot be sent)."""
+        ...
+
+    async def receive_message(self) -> dict[str, Any] | None:
+        """The next JSON-RPC object from the server; None once there will be no more."""
+        ...
+
+
 async def open_direct(
-    process: StdioProcess,
+    process: MessageChannel,
     requests: ServerRequests,
     *,
     server: str,
     note: Callable[[str], None],
     output_schemas: dict[str, Mapping[str, Any] | None],
+    closing: Callable[[], Awaitable[None]] | None = None,
 ) -> DirectSession:
-    """A session on `process` after the handshake (unbounded here: the source bounds it)."""
+    """A session on `process` after the handshake (unbounded here: the source bounds it).
+
+    `closing` runs when the session closes (an HTTP channel ends its session there).
+    """
     session = DirectSession(
-        process, requests, server=server, note=note, output_schemas=output_schemas
+        process,
+        requests,
+        server=server,
+        note=note,
+        output_schemas=output_schemas,
+        closing=closing,
     )
     try:
         await session.open(
@@ -86,7 +112,7 @@ async def open_direct(
 
 
 class DirectSession:
-    """One MCP session on a running StdioProcess: requests out, answers and requests in.
+    """One MCP session on a MessageChannel: requests out, answers and requests in.
 
     An `McpSession` (mcp_protocol.py) that speaks the handshake, `tools/list`, `tools/call` and
     `logging/setLevel`, and answers what the server asks.
@@ -94,14 +120,16 @@ class DirectSession:
 
     def __init__(
         self,
-        process: StdioProcess,
+        process: MessageChannel,
         requests: ServerRequests,
         *,
         server: str,
         note: Callable[[str], None],
         output_schemas: dict[str, Mapping[str, Any] | None],
+        closing: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self._process = process
+        self._closing = closing
         self._requests = requests
         self.server = server  # `MCP server 'id' (command)`, as errors name it
         self._note = note  # a line for the server's log
@@ -216,7 +244,7 @@ class DirectSession:
     async def _read(self) -> None:
         try:
             while (obj := await self._process.receive_message()) is not None:
-                # Where a local server's text enters: results, listings, notifications, errors.
+                # Where a server's text enters: results, listings, notifications, errors.
                 self._dispatch(clean_value(obj))
         finally:
             self._end(SERVER_CLOSED)
@@ -460,12 +488,15 @@ class DirectSession:
                 answer.set_exception(SessionClosed(self._ended))
 
     async def close(self) -> None:
-        """Stop reading and answering; the process is its source's to stop."""
+        """Stop reading and answering, then run `closing`; a process is its source's to stop."""
         self._end("the session was closed")
         tasks = [t for t in (self._reader, *self._tasks) if t is not None and not t.done()]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        closing, self._closing = self._closing, None
+        if closing is not None:
+            await closing()
 
 
 def _schema_problem(

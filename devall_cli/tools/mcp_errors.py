@@ -8,7 +8,7 @@ header value.
 
     phase "connect"                   phase "list"                phase "call"
     refused / DNS / reset → unreachable                           session lost → ServerDiedError
-    HTTP 401 / 403 / other → http_401 / http_403 / http_error
+    HTTP 401 / 403 / other → http_401 / http_403 / http_error (with the body's reason)
     handshake timeout → handshake_timeout                          timeout → ToolResult "timeout"
     JSON-RPC error → ProtocolError    JSON-RPC error → ProtocolError  → ToolResult
     "Connection closed" → ServerDiedError (every phase)            ToolError → ToolResult
@@ -235,11 +235,13 @@ class _Translator:
         tool_name: str,
         http_status: int | None,
         timeout: float | None,
+        http_reason: str | None = None,
     ) -> None:
         self.server = f"MCP server '{source_id}' ({target})"
         self.phase = phase
         self.tool = tool_name
         self.http_status = http_status if http_status and http_status >= 400 else None
+        self.http_reason = http_reason if self.http_status else None
         self.timeout = timeout
         self.foreign = _Foreign()
 
@@ -283,7 +285,9 @@ class _Translator:
 
     def http_error(self, code: int) -> ServerUnreachableError:
         status = {401: "http_401", 403: "http_403"}.get(code, "http_error")
-        return ServerUnreachableError(f"{self.server} answered HTTP {code}", status=status)
+        # The body's reason ("Access is only allowed at ..."), when it is this answer's.
+        said = f": {self.http_reason}" if self.http_reason and code == self.http_status else ""
+        return ServerUnreachableError(f"{self.server} answered HTTP {code}{said}", status=status)
 
     def rpc_error(self, code: int, message: str) -> DevallError | ToolResult:
         """The server's (or the SDK's) JSON-RPC error `code`."""
@@ -349,8 +353,13 @@ def translate_exception(
     tool_name: str = "",
     http_status: int | None = None,
     timeout: float | None = None,
+    http_reason: str | None = None,
 ) -> DevallError | ToolResult:
-    """Map a foreign exception to a DevallError, or (phase "call") to an error ToolResult."""
+    """Map a foreign exception to a DevallError, or (phase "call") to an error ToolResult.
+
+    `http_status` is the status of the latest failed HTTP response, `http_reason` what its
+    body said (masked and cut by the caller): an HTTP error names it.
+    """
     translator = _Translator(
         source_id=source_id,
         target=target,
@@ -358,6 +367,7 @@ def translate_exception(
         tool_name=tool_name,
         http_status=http_status,
         timeout=timeout,
+        http_reason=http_reason,
     )
     return translator.translate(exc)
 
@@ -370,6 +380,7 @@ def translate_failure(
     phase: Literal["connect", "list"],
     http_status: int | None = None,
     timeout: float | None = None,
+    http_reason: str | None = None,
 ) -> DevallError:
     """`translate_exception` for connecting and listing, which never yield a ToolResult."""
     result = translate_exception(
@@ -379,6 +390,7 @@ def translate_failure(
         phase=phase,
         http_status=http_status,
         timeout=timeout,
+        http_reason=http_reason,
     )
     if isinstance(result, ToolResult):  # not reachable outside phase "call"; keep the contract
         return ProtocolError(f"unexpected tool result while {phase}ing '{source_id}'")

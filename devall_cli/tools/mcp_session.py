@@ -159,6 +159,10 @@ class McpSessionSource:
         """The HTTP status of the latest failed response, for sources that speak HTTP."""
         return None
 
+    def _http_reason(self) -> str | None:
+        """What the body of that failed response said (first lines, masked and cut), if any."""
+        return None
+
     def _client_init_timeout(self) -> float:
         """The fastmcp client's own handshake bound (0: none, `init_timeout` bounds it here)."""
         return self.init_timeout
@@ -171,6 +175,7 @@ class McpSessionSource:
             target=self.target,
             phase=phase,
             http_status=self._http_status(),
+            http_reason=self._http_reason(),
             timeout=self.init_timeout if phase == "connect" else self.request_timeout,
         )
         return failure
@@ -422,6 +427,7 @@ class McpSessionSource:
             phase="call",
             tool_name=name,
             http_status=self._http_status(),
+            http_reason=self._http_reason(),
             timeout=limit,
         )
         if isinstance(outcome, DevallError):

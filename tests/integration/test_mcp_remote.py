@@ -1,4 +1,7 @@
-"""RemoteSource against the fixture server on loopback: one session, headers, results, errors."""
+"""RemoteSource against the fixture server on loopback: one session, headers, results, errors.
+
+The tests on a `source` or an `own_source` run with both clients (fastmcp's and the light one).
+"""
 
 from __future__ import annotations
 
@@ -47,19 +50,29 @@ def remote(url: str, *, timeout: float = 5.0, **kwargs: object) -> RemoteSource:
     return RemoteSource(id="web", config=config, **kwargs)  # type: ignore[arg-type]
 
 
-@pytest.fixture
-async def source(shared: ServerProcess) -> AsyncIterator[RemoteSource]:
-    src = remote(shared.url)
+# fastmcp's client, and devall's own (the light one of `tools list`, `tools call` and `probe`).
+CLIENTS = ["fastmcp", "direct"]
+
+
+@pytest.fixture(params=CLIENTS)
+async def source(
+    shared: ServerProcess, request: pytest.FixtureRequest
+) -> AsyncIterator[RemoteSource]:
+    src = remote(shared.url, client=request.param)
     yield src
     await src.close()
+    assert src.client == request.param  # the light client was never handed over
 
 
-@pytest.fixture
-async def own_source(server: ServerProcess) -> AsyncIterator[RemoteSource]:
+@pytest.fixture(params=CLIENTS)
+async def own_source(
+    server: ServerProcess, request: pytest.FixtureRequest
+) -> AsyncIterator[RemoteSource]:
     """A source on a server of the test's own: its handshake count starts at zero."""
-    src = remote(server.url)
+    src = remote(server.url, client=request.param)
     yield src
     await src.close()
+    assert src.client == request.param
 
 
 async def test_one_session_serves_a_list_and_five_calls(own_source: RemoteSource) -> None:

@@ -39,15 +39,24 @@ class Logs:
         return sum(fragment in line for line in self.lines)
 
 
-def remote(url: str, logs: Logs | None = None, *, timeout: float = 5.0) -> RemoteSource:
+def remote(
+    url: str, logs: Logs | None = None, *, timeout: float = 5.0, client: str = "fastmcp"
+) -> RemoteSource:
     config = McpRemoteConfig(server=url, headers={"Authorization": SECRET}, timeout=timeout)
-    return RemoteSource(id="web", config=config, on_log=logs)
+    return RemoteSource(id="web", config=config, on_log=logs, client=client)  # type: ignore[arg-type]
 
 
-async def test_unreachable_url_fails_after_three_list_attempts() -> None:
+# fastmcp's client, and devall's own (the light one of `tools list`, `tools call` and `probe`,
+# which the SSE transport never gets): the same failures, worded alike.
+CLIENTS = ["fastmcp", "direct"]
+TRANSPORTS_AND_CLIENTS = [("http", "fastmcp"), ("http", "direct"), ("sse", "fastmcp")]
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+async def test_unreachable_url_fails_after_three_list_attempts(client: str) -> None:
     url = f"http://127.0.0.1:{free_port()}/mcp"
     logs = Logs()
-    src = remote(url, logs)
+    src = remote(url, logs, client=client)
     started = time.monotonic()
     with pytest.raises(ServerUnreachableError) as info:
         await src.list_tools()
@@ -70,11 +79,13 @@ async def test_start_against_unreachable_url_is_retried_too() -> None:
     assert logs.count("failed") == 2
 
 
-@pytest.mark.parametrize("transport", ["http", "sse"])
-async def test_server_that_never_answers_fails_within_the_timeout(transport: str) -> None:
+@pytest.mark.parametrize(("transport", "client"), TRANSPORTS_AND_CLIENTS)
+async def test_server_that_never_answers_fails_within_the_timeout(
+    transport: str, client: str
+) -> None:
     timeout = 1.0
     with ServerProcess(HANG_SERVER, transport) as server:
-        src = remote(server.url, timeout=timeout)
+        src = remote(server.url, timeout=timeout, client=client)
         with pytest.raises(ServerUnreachableError) as info:
             # The server never answers: only devall's timeout ends the start (30 s guards a hang).
             await asyncio.wait_for(src.start(), 30)
@@ -86,35 +97,39 @@ async def test_server_that_never_answers_fails_within_the_timeout(transport: str
 @pytest.mark.parametrize(
     ("status", "expected"), [(401, "http_401"), (403, "http_403"), (502, "http_error")]
 )
-@pytest.mark.parametrize("transport", ["http", "sse"])
-async def test_http_errors_are_classified(status: int, expected: str, transport: str) -> None:
+@pytest.mark.parametrize(("transport", "client"), TRANSPORTS_AND_CLIENTS)
+async def test_http_errors_are_classified(
+    status: int, expected: str, transport: str, client: str
+) -> None:
     script = SERVERS_DIR / "status_server.py"
     with ServerProcess(script, transport, args=["--status", str(status)]) as server:
         logs = Logs()
-        src = remote(server.url, logs)
+        src = remote(server.url, logs, client=client)
         with pytest.raises(ServerUnreachableError) as info:
             await src.list_tools()
         await src.close()
     assert info.value.status == expected
-    assert f"HTTP {status}" in info.value.message
+    # The status, and what the body said ({"error": "status 401"}).
+    assert f"HTTP {status}: status {status}" in info.value.message
     assert logs.count("retrying") == 0  # an HTTP refusal is an answer: no retries
     assert "do-not-print-me" not in info.value.message
 
 
 @pytest.mark.parametrize(
-    ("transport", "args", "reconnects"),
+    ("transport", "args", "reconnects", "client"),
     [
-        ("http", ["--legacy-only"], 1),  # stateful session: the new server answers 404
-        ("sse", [], 1),  # the event stream breaks
-        ("http", [], 0),  # the modern protocol keeps no session: nothing to replace
+        ("http", ["--legacy-only"], 1, "fastmcp"),  # stateful session: the new server answers 404
+        ("sse", [], 1, "fastmcp"),  # the event stream breaks
+        ("http", [], 0, "fastmcp"),  # the modern protocol keeps no session: nothing to replace
+        ("http", [], 1, "direct"),  # the light client's `initialize` session: 404 too
     ],
 )
 async def test_server_restart_between_calls_is_survived(
-    transport: str, args: list[str], reconnects: int
+    transport: str, args: list[str], reconnects: int, client: str
 ) -> None:
     logs = Logs()
     with ServerProcess(FIXTURE_SERVER, transport, args=args) as server:
-        src = remote(server.url, logs)
+        src = remote(server.url, logs, client=client)
         try:
             await src.list_tools()
             assert json.loads(text_of(await src.call_tool("counter", {})))["handshakes"] == 1
@@ -129,11 +144,11 @@ async def test_server_restart_between_calls_is_survived(
     assert logs.count("[devall] reconnected") == reconnects
 
 
-@pytest.mark.parametrize("transport", ["http", "sse"])
-async def test_server_gone_for_good_raises_server_died(transport: str) -> None:
+@pytest.mark.parametrize(("transport", "client"), TRANSPORTS_AND_CLIENTS)
+async def test_server_gone_for_good_raises_server_died(transport: str, client: str) -> None:
     logs = Logs()
     with ServerProcess(FIXTURE_SERVER, transport) as server:
-        src = remote(server.url, logs)
+        src = remote(server.url, logs, client=client)
         await src.start()
         server.kill()
         with pytest.raises(ServerDiedError) as info:

@@ -19,7 +19,16 @@
                      `raw server ready on port N` goes to stderr. Tools and fixture tools as
                      below (no progress, nothing asked of the client), and with --fixture also
                      `request_header {name}` (a header of the call's request, "" if none); the
-                     stdio-only flags are refused.
+                     stdio-only flags are refused. Over HTTP also:
+      --sse          answers each request as an event stream; a call carrying a progressToken
+                     gets two progress notifications first, and with --asks METHOD the server
+                     asks the client METHOD in the stream, waits for the answer the client POSTs
+                     and names it in the result (`called tool_0; asked: {...}`)
+      --sse-resume   answers a call with a stream that ends after one numbered event (`retry: 100`);
+                     the answer comes on the GET that resumes it with `Last-Event-ID`
+      --refuse STATUS  answers every request with STATUS and a two-line text/plain reason
+                     (REFUSAL below), with `WWW-Authenticate` for 401
+      --modern-only  answers initialize with HTTP 400 and the -32022 error
 
 Tools: `tool_<i>` (one a page) answer `called tool_<i>`; `shaped` declares an output schema
 {"n": integer} and returns structured content as asked: `{"mode": "none" | "wrong" | "right"}`.
@@ -45,7 +54,8 @@ import sys
 import threading
 import time
 import zlib
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, ClassVar
 
 SHAPED = {
     "name": "shaped",
@@ -315,8 +325,60 @@ def http_answer(
     return {**reply, "error": error}
 
 
+REFUSAL = "Access is only allowed at localhost:8773\nStart the server with --allowed-hosts."
+MODERN_ONLY = {
+    "code": -32022,
+    "message": "Unsupported protocol version",
+    "data": {"supported": ["2026-07-28"]},
+}
+
+
+class Asked:
+    """Over HTTP: the client's answers to what the server asked in a stream, by request id; and
+    the answer a resumed stream will carry."""
+
+    answered = threading.Condition()
+    answers: ClassVar[dict[Any, Any]] = {}
+    next_id = 1000
+    pending: ClassVar[dict[str, dict[str, Any]]] = {}  # by the Last-Event-ID that resumes it
+
+
+def ask_and_wait(method: str) -> Iterator[dict[str, Any]]:
+    """Ask the client `method` (the request is yielded), then yield its answer when it is in."""
+    with Asked.answered:
+        Asked.next_id += 1
+        asked_id = Asked.next_id
+    yield {"jsonrpc": "2.0", "id": asked_id, "method": method, "params": ask(method)}
+    with Asked.answered:
+        Asked.answered.wait_for(lambda: asked_id in Asked.answers, timeout=10)
+        yield Asked.answers.pop(asked_id, None)
+
+
+def stream_messages(
+    message: dict[str, Any], options: argparse.Namespace, headers: Any
+) -> Iterator[dict[str, Any]]:
+    """What an answer as an event stream carries: progress, a request to the client, the answer."""
+    params = message.get("params") or {}
+    if message.get("method") != "tools/call":
+        yield http_answer(message, options, headers)
+        return
+    token = (params.get("_meta") or {}).get("progressToken")
+    for step in (1, 2) if token is not None else ():
+        progress = {"progressToken": token, "progress": step, "total": 2}
+        yield {"jsonrpc": "2.0", "method": "notifications/progress", "params": progress}
+    if not options.asks:
+        yield http_answer(message, options, headers)
+        return
+    asking = ask_and_wait(options.asks)
+    yield next(asking)
+    reply = next(asking)
+    asked = reply.get("result", reply.get("error")) if isinstance(reply, dict) else None
+    result = call_result(params["name"], params.get("arguments") or {}, asked)
+    yield {"jsonrpc": "2.0", "id": message.get("id"), "result": result}
+
+
 def serve_http(options: argparse.Namespace) -> None:
-    """Streamable HTTP on /mcp: every POSTed request answered with one JSON body."""
+    """Streamable HTTP on /mcp: every POSTed request answered with one JSON body (or a stream)."""
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     class Handler(BaseHTTPRequestHandler):
@@ -333,18 +395,56 @@ def serve_http(options: argparse.Namespace) -> None:
             self.end_headers()
             self.wfile.write(body)
 
+        def _stream(self, events: Iterator[str]) -> None:
+            """An event stream, ended by closing the connection."""
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Mcp-Session-Id", "raw-session")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.close_connection = True
+            for event in events:
+                self.wfile.write(event.encode())
+                self.wfile.flush()
+
+        def _refuse(self) -> None:
+            challenge = {"WWW_Authenticate": 'Bearer realm="raw"'} if options.refuse == 401 else {}
+            body = REFUSAL.encode()
+            self._reply(options.refuse, body, Content_Type="text/plain", **challenge)
+
         def do_POST(self) -> None:
             if self.path.split("?")[0] != "/mcp":
                 return self._reply(404)
             message = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+            if options.refuse:
+                return self._refuse()
+            if message.get("method") is None and message.get("id") is not None:
+                with Asked.answered:  # the client's answer to what the server asked
+                    Asked.answers[message["id"]] = message
+                    Asked.answered.notify_all()
             if message.get("id") is None or message.get("method") is None:
                 return self._reply(202)  # notifications, and answers
+            if options.modern_only and message.get("method") == "initialize":
+                refusal = {"jsonrpc": "2.0", "id": message["id"], "error": MODERN_ONLY}
+                body = json.dumps(refusal).encode()
+                return self._reply(400, body, Content_Type="application/json")
+            if options.sse_resume and message.get("method") == "tools/call":
+                Asked.pending["e1"] = http_answer(message, options, self.headers)
+                return self._stream(iter(["id: e1\nretry: 100\ndata: \n\n"]))
+            if options.sse:
+                messages = stream_messages(message, options, self.headers)
+                return self._stream(f"event: message\ndata: {json.dumps(m)}\n\n" for m in messages)
             body = json.dumps(http_answer(message, options, self.headers)).encode()
             return self._reply(
                 200, body, Content_Type="application/json", Mcp_Session_Id="raw-session"
             )
 
         def do_GET(self) -> None:
+            if options.refuse:
+                return self._refuse()
+            resumed = Asked.pending.pop(self.headers.get("Last-Event-ID", ""), None)
+            if resumed is not None:
+                return self._stream(iter([f"id: e2\ndata: {json.dumps(resumed)}\n\n"]))
             self._reply(405, Allow="POST, DELETE")  # no stream of the server's own messages
 
         def do_DELETE(self) -> None:
@@ -374,11 +474,19 @@ def main() -> None:
     parser.add_argument("--transport", choices=["stdio", "http"], default="stdio")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--sse", action="store_true")
+    parser.add_argument("--sse-resume", action="store_true")
+    parser.add_argument("--refuse", type=int, default=0)
+    # With --fixture, also lists `research`, which can only be called as a task.
+    parser.add_argument("--task-only", action="store_true")
     options = parser.parse_args()
+    if options.task_only:
+        research = {"name": "research", "inputSchema": {"type": "object"}}
+        FIXTURE_TOOLS.append({**research, "execution": {"taskSupport": "required"}})
     Seen.record = options.record
     STRING_IDS[0] = options.string_ids
     if options.transport == "http":
-        stdio_only = ("modern_only", "no_schema", "asks", "cancel_asked", "string_ids")
+        stdio_only = ("no_schema", "cancel_asked", "string_ids")
         stdio_only += ("string_progress_tokens", "exit_on_list", "silent_handshake")
         if given := [name for name in stdio_only if getattr(options, name)]:
             parser.error(f"over HTTP these are not served: {', '.join(given)}")

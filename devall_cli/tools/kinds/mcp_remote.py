@@ -116,7 +116,8 @@ def _auth(
 
 
 def make_remote_source(source_id: str, settings: McpRemoteConfig, ctx: SourceContext) -> ToolSource:
-    """A session with a remote server."""
+    """A session with a remote server (spoken to by the light client where it is enough)."""
+    from devall_cli.tools.head_start import uses_direct_client
     from devall_cli.tools.mcp_remote import RemoteSource
 
     return RemoteSource(
@@ -129,6 +130,7 @@ def make_remote_source(source_id: str, settings: McpRemoteConfig, ctx: SourceCon
         interactive=ctx.interactive,
         events=ctx.events,
         elicitor=ctx.elicitor,
+        client="direct" if uses_direct_client(ctx) else "fastmcp",
     )
 
 
