@@ -5,6 +5,7 @@
     ├── RunFailedError                exit 1   a node failed, a server is unhealthy
     ├── UsageError                    exit 2   a command-line value names nothing (node, tool)
     ├── ConfigError                   exit 3   YAML, schema, ${VAR}, graph shape, duplicate tools
+    │   └── DuplicateToolError                 two sources offer one node the same tool name
     ├── DevallConnectionError         exit 4   something could not be reached or started
     │   ├── ServerStartError                   spawn failed, exited before ready, startup timeout
     │   ├── ServerUnreachableError             remote MCP server unreachable
@@ -145,6 +146,17 @@ class ConfigError(DevallError):
         if len(errors) == 1:
             return cls(errors[0].headline(), issues=issues)
         return cls(f"{len(errors)} problems in workflow", issues=issues)
+
+
+class DuplicateToolError(ConfigError):
+    """Two tooling entries of one node offer a tool under the same final name."""
+
+    def __init__(
+        self, message: str, *, tool: str, sources: tuple[str, str], issues: Sequence[ConfigIssue]
+    ) -> None:
+        super().__init__(message, issues=issues)
+        self.tool = tool
+        self.sources = sources  # the ids of the two sources (the same id twice: one source)
 
 
 class DevallConnectionError(DevallError):

@@ -36,6 +36,9 @@ from devall_cli.cli.targets import (
 )
 from devall_cli.errors import ExitCode
 
+# The failure class of a tool name two servers offer one node (what `run` refuses, exit 3).
+CONFLICT = "duplicate_tool_name"
+
 
 @app.command("probe")
 @error_boundary
@@ -90,30 +93,26 @@ def probe_command(
         timeout=timeout if url is not None else None,
     )
     loaded = target_workflow(workflow, target, var, env_file)
-    targets = probe.workflow_targets(loaded)
     redactor = loaded.redactor
-    reports = run_async(probe.probe_servers(targets, timeout=timeout))
-    rows = [redactor.value(_row(r)) for r in reports]
-    ok = all(r.ok for r in reports)
+    outcome = run_async(probe.probe_workflow(loaded, timeout=timeout))
+    rows = [redactor.value(_row(r)) for r in outcome.servers]
+    conflicts = [redactor.value(_row(c)) for c in outcome.conflicts]
     if junit is not None:
-        _write_junit(junit, rows)
+        _write_junit(junit, rows, conflicts)
     if json_output:
-        print_json({"ok": ok, "servers": rows})
+        print_json({"ok": outcome.ok, "servers": rows, "conflicts": conflicts})
     else:
-        _print_table(rows)
-    if not ok:
+        _print_table(rows, conflicts)
+    if not outcome.ok:
         raise typer.Exit(int(ExitCode.FAILED))
 
 
 def _row(report: Any) -> dict[str, Any]:
-    row = asdict(report)
-    row["nodes"] = list(row["nodes"])
-    row["log_tail"] = list(row["log_tail"])
-    row["roots"] = list(row["roots"])
-    return row
+    """A report as JSON: its tuples as lists."""
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(report).items()}
 
 
-def _print_table(rows: list[dict[str, Any]]) -> None:
+def _print_table(rows: list[dict[str, Any]], conflicts: list[dict[str, Any]]) -> None:
     from rich.table import Table  # imported when used: every command's start-up pays for it
 
     table = Table(
@@ -125,15 +124,18 @@ def _print_table(rows: list[dict[str, Any]]) -> None:
             r["kind"],
             r["target"],
             "ok" if r["ok"] else f"FAIL {r['status']}",
-            r["protocol_version"] or "",
+            _protocol(r),
             r["server_name"] or "",
-            str(r["tools"]),
+            f"{r['tools']} (+{r['task_only']} task-only)" if r["task_only"] else str(r["tools"]),
             _ms(r["connect_ms"]),
             _ms(r["list_ms"]),
         )
         table.add_row(*(shown(cell) for cell in cells))
     console = stdout_console()
     console.print(table)
+    for r in rows:
+        if r["task_only"]:
+            print_line(console, f"{r['id']}: {_tools(r)}")
     for r in rows:
         if r["roots"]:  # only roots the user configured: none by default
             print_line(console, f"roots offered to {r['id']}: {', '.join(r['roots'])}")
@@ -144,13 +146,27 @@ def _print_table(rows: list[dict[str, Any]]) -> None:
                 print_line(console, f"  | {line}")
             if r.get("hint"):
                 print_line(console, f"  hint: {r['hint']}")
+    for c in conflicts:
+        print_line(console, f"node {c['node']}: {CONFLICT}: {c['error']}")
 
 
 def _ms(value: float | None) -> str:
     return "" if value is None else f"{value:.0f} ms"
 
 
-def _write_junit(path: Path, rows: list[dict[str, Any]]) -> None:
+def _protocol(row: dict[str, Any]) -> str:
+    """`2025-11-25 (light client)`: the version the client that spoke to the server agreed."""
+    version = row["protocol_version"] or ""
+    return f"{version} ({row['client']} client)" if version and row["client"] else version
+
+
+def _tools(row: dict[str, Any]) -> str:
+    """`16 tools (+1 task-only, not offered)`."""
+    extra = f" (+{row['task_only']} task-only, not offered)" if row["task_only"] else ""
+    return f"{row['tools']} tools{extra}"
+
+
+def _write_junit(path: Path, rows: list[dict[str, Any]], conflicts: list[dict[str, Any]]) -> None:
     from devall_cli.cli.junit import JUnitCase, JUnitFailure, write_junit
 
     cases = []
@@ -165,7 +181,14 @@ def _write_junit(path: Path, rows: list[dict[str, Any]]) -> None:
                 classname=f"probe.{r['kind']}",
                 seconds=((r["connect_ms"] or 0) + (r["list_ms"] or 0)) / 1000,
                 failures=failures,
-                output=f"{r['target']}: {r['tools']} tools, protocol {r['protocol_version']}",
+                output=f"{r['target']}: {_tools(r)}, protocol {_protocol(r) or None}",
+            )
+        )
+    for c in conflicts:
+        failure = JUnitFailure(CONFLICT, c["error"], ", ".join(c["servers"]))
+        cases.append(
+            JUnitCase(
+                name=f"node {c['node']}", classname="probe.tools", seconds=0, failures=[failure]
             )
         )
     write_junit(path, "devall probe", cases)

@@ -82,7 +82,8 @@ async def import_in_thread(*modules: str) -> None:
 
 
 def uses_direct_client(ctx: SourceContext) -> bool:
-    """Whether local servers get devall's own light MCP client (mcp_direct.py)."""
+    """Whether servers get devall's own light MCP client (mcp_direct.py): local ones, and
+    remote ones over streamable HTTP without `auth:` (mcp_remote.py decides those)."""
     return ctx.direct_client and os.environ.get(CLIENT_ENV, "").strip().lower() != "fastmcp"
 
 
@@ -153,7 +154,7 @@ class HeadStart:
                 await process.close()
                 continue  # the source spawns it again and reports the failure as usual
             self._processes[plan.id] = process
-            self._spawned_at[plan.id] = time.monotonic()
+            self._spawned_at[plan.id] = process.spawned_at or time.monotonic()
             spawned.append(plan.id)
         if not spawned or not import_client:
             return spawned

@@ -15,7 +15,7 @@ from typing import Any
 from devall_cli import limits
 from devall_cli.cassette import Tape
 from devall_cli.config.model import Workflow
-from devall_cli.errors import ConfigError, ConfigIssue, DevallError
+from devall_cli.errors import ConfigIssue, DevallError, DuplicateToolError
 from devall_cli.node_paths import declared_path
 from devall_cli.tools.base import (
     AuthCallback,
@@ -230,7 +230,8 @@ class ToolManager:
         self._infos[plan.id] = info
         tools = await self.list_source(plan.id)
         if self._events is not None:
-            self._events.server_ready(plan.id, info, len(tools), getattr(source, "pid", None))
+            offered = sum(1 for tool in tools if offerable(tool))  # as `tools list` counts them
+            self._events.server_ready(plan.id, info, offered, getattr(source, "pid", None))
         return info
 
     async def close(self) -> None:
@@ -273,14 +274,14 @@ class ToolManager:
         """
         node_path = declared_path(node_id, self.plan.tooling)
         offered: list[tuple[str, SourcePlan, RawTool]] = []  # (final name, source, tool)
-        declared: set[str] = set()
+        declared: dict[str, str] = {}  # final name -> the id of the source offering it
         for index, tooling in enumerate(self.plan.tooling.get(node_path, ())):
             plan = self.plan.source(self.plan.entries[(node_path, index)])
             for raw in self._offerable(_filter(await self.list_source(plan.id), plan), plan):
                 final = tooling.final_name(raw.name)
                 if final in declared:
-                    raise _duplicate(final, tooling.path)
-                declared.add(final)
+                    raise _duplicate(final, tooling.path, (declared[final], plan.id))
+                declared[final] = plan.id
                 offered.append((final, plan, raw))
         # Named once the whole list is known: a sanitized name must avoid every accepted name.
         names = safe_tool_names([final for final, _, _ in offered])
@@ -300,6 +301,8 @@ class ToolManager:
                 title=raw.title,
                 annotations=raw.annotations,
                 output_schema=raw.output_schema,
+                meta=raw.meta,
+                task_support=raw.task_support,
             )
             for name, (_, plan, raw) in zip(names, offered, strict=True)
         ]
@@ -311,7 +314,7 @@ class ToolManager:
         """The tools a model may be offered: not those that can only run as tasks (warned once)."""
         kept: list[RawTool] = []
         for tool in tools:
-            if tool.task_support != "required":
+            if offerable(tool):
                 kept.append(tool)
                 continue
             if (plan.id, tool.name) not in self._warned:
@@ -385,6 +388,16 @@ def _filter(tools: list[RawTool], plan: SourcePlan) -> list[RawTool]:
     return [t for t in tools if str((t.meta or {}).get("source", "mcp_tools")) in allowed]
 
 
-def _duplicate(name: str, path: str) -> ConfigError:
-    issue = ConfigIssue(DUPLICATE_MESSAGE.format(name=name), path=path)
-    return ConfigError(issue.headline(), issues=[issue])
+def offerable(tool: RawTool) -> bool:
+    """Whether a model may be offered `tool`: not if it can only run as a task."""
+    return tool.task_support != "required"
+
+
+def _duplicate(name: str, path: str, sources: tuple[str, str]) -> DuplicateToolError:
+    first, second = sources
+    if first == second:
+        who = f"'{first}' offers it twice"
+    else:
+        who = f"'{first}' and '{second}' both offer it"
+    issue = ConfigIssue(f"{DUPLICATE_MESSAGE.format(name=name)} {who}.", path=path)
+    return DuplicateToolError(issue.headline(), issues=[issue], tool=name, sources=sources)

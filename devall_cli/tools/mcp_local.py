@@ -191,7 +191,7 @@ class LocalSource(McpSessionSource):
         note = await self._retire_previous_process()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.config.startup_timeout
-        started = time.perf_counter()
+        began = time.monotonic()
         process, self._spawned = self._spawned or self._new_process(), None
         self._process = process
         if note:
@@ -207,7 +207,10 @@ class LocalSource(McpSessionSource):
             await process.close(graceful=False)  # it failed to start: no need to wait politely
             raise
         assert self._info is not None
-        connect_ms = round((time.perf_counter() - started) * 1000, 1)
+        # The whole start: from the spawn (made ahead, maybe before the command was loaded)
+        # to the end of the handshake, not the handshake alone.
+        spawned_at = process.spawned_at if process.spawned_at is not None else began
+        connect_ms = round((time.monotonic() - spawned_at) * 1000, 1)
         self._info = dataclasses.replace(self._info, connect_ms=connect_ms)
         self._was_ready = True
 

@@ -1,16 +1,23 @@
-"""`devall probe`: start each distinct server once, list its tools, classify what went wrong."""
+"""`devall probe`: start each distinct server once, list its tools, classify what went wrong.
+
+Beside each server's health, the probe checks what `run` would refuse once the tools are
+known: two servers offering one node the same tool name (the duplicate-name check of the tool
+manager, run on the listings the probe got).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from devall_cli.config.model import Workflow
-from devall_cli.errors import DevallError
-from devall_cli.tools.head_start import HeadStart
+from devall_cli.errors import DevallError, DuplicateToolError, ServerStartError
+from devall_cli.tools.base import CallContext, RawTool, ServerInfo, ToolResult, ToolSource
+from devall_cli.tools.head_start import HeadStart, start_import
 from devall_cli.tools.plan import (
     SourceContext,
     SourcePlan,
@@ -20,6 +27,9 @@ from devall_cli.tools.plan import (
     start_hint,
     tooling_type,
 )
+
+# How the probe's text and JSON name the MCP client that spoke to a server.
+CLIENT_NAMES = {"direct": "light", "fastmcp": "fastmcp"}
 
 
 @dataclass(frozen=True)
@@ -35,12 +45,37 @@ class ProbeReport:
     error: str | None = None
     protocol_version: str | None = None
     server_name: str | None = None
-    tools: int = 0
+    tools: int = 0  # the tools models are offered
     connect_ms: float | None = None
     list_ms: float | None = None
     log_tail: tuple[str, ...] = field(default=())
     hint: str | None = None  # how to fix a failure, where devall can tell
     roots: tuple[str, ...] = ()  # the roots offered to the server (`file://` URIs)
+    task_only: int = 0  # listed tools that can only run as tasks: not offered
+    client: str | None = None  # the MCP client that spoke to it: light | fastmcp
+
+
+@dataclass(frozen=True)
+class ToolConflict:
+    """Two servers offering one node the same tool name, which `run` refuses (exit 3)."""
+
+    node: str
+    tool: str
+    servers: tuple[str, str]
+    error: str
+
+
+@dataclass(frozen=True)
+class ProbeOutcome:
+    """Every server's report, and the tool names that would stop a run."""
+
+    servers: list[ProbeReport]
+    conflicts: list[ToolConflict]
+
+    @property
+    def ok(self) -> bool:
+        """Whether every server is healthy and no node is offered one name twice."""
+        return all(report.ok for report in self.servers) and not self.conflicts
 
 
 def workflow_targets(workflow: Workflow) -> list[SourcePlan]:
@@ -48,12 +83,27 @@ def workflow_targets(workflow: Workflow) -> list[SourcePlan]:
     return [p for p in plan_sources(workflow).sources if tooling_type(p.tooling).is_server]
 
 
+async def probe_workflow(
+    workflow: Workflow, *, timeout: float, ctx: SourceContext | None = None
+) -> ProbeOutcome:
+    """Probe the workflow's servers, then check each node's tool names as `run` would."""
+    listed: dict[str, list[RawTool]] = {}
+    targets = workflow_targets(workflow)
+    reports = await probe_servers(targets, timeout=timeout, ctx=ctx, listed=listed)
+    return ProbeOutcome(reports, await tool_conflicts(workflow, listed))
+
+
 async def probe_servers(
-    targets: Sequence[SourcePlan], *, timeout: float, ctx: SourceContext | None = None
+    targets: Sequence[SourcePlan],
+    *,
+    timeout: float,
+    ctx: SourceContext | None = None,
+    listed: dict[str, list[RawTool]] | None = None,
 ) -> list[ProbeReport]:
     """Probe every target concurrently; the whole probe is bounded by `timeout` seconds.
 
-    Local servers are spawned first, so that they start while the MCP client is imported.
+    Local servers are spawned first, so that they start while the MCP client is imported. The
+    tools of each server that listed them go into `listed`, by server id.
     """
     head_start = HeadStart()
     # A probed server only lists its tools: it is stopped at once (SIGTERM) when done; and a
@@ -67,13 +117,21 @@ async def probe_servers(
     deadline = time.monotonic() + timeout
     try:
         await head_start.spawn(targets, ctx)
-        return list(await asyncio.gather(*(_probe_one(t, deadline, ctx) for t in targets)))
+        # Needed once the first server answers (counting its tools): imported meanwhile, on a
+        # thread, rather than on the loop while other servers shake hands.
+        start_import("devall_cli.tools.manager")
+        outcomes = await asyncio.gather(*(_probe_one(t, deadline, ctx) for t in targets))
     finally:
         await head_start.close()
+    if listed is not None:
+        listed.update({report.id: tools for report, tools in outcomes if tools})
+    return [report for report, _ in outcomes]
 
 
-async def _probe_one(plan: SourcePlan, deadline: float, ctx: SourceContext) -> ProbeReport:
-    source = build_source(plan, ctx)
+async def _probe_one(
+    plan: SourcePlan, deadline: float, ctx: SourceContext
+) -> tuple[ProbeReport, list[RawTool]]:
+    source = await _built(plan, ctx)
     base = ProbeReport(
         plan.id,
         plan.kind,
@@ -83,7 +141,8 @@ async def _probe_one(plan: SourcePlan, deadline: float, ctx: SourceContext) -> P
         status="",
         roots=offered_roots(plan),
     )
-    # A server spawned ahead has been starting since then: its connect time counts from there.
+    # Each server's time is its own: a local one counts from its spawn (made ahead, maybe
+    # before the command was loaded), any other from when its own connect began.
     spawned_at = ctx.head_start.spawned_at(plan.id) if ctx.head_start is not None else None
     t0 = time.monotonic() if spawned_at is None else spawned_at
     connect_ms: float | None = None
@@ -96,9 +155,20 @@ async def _probe_one(plan: SourcePlan, deadline: float, ctx: SourceContext) -> P
             list_ms = (time.monotonic() - t1) * 1000
     except TimeoutError:
         status = tooling_type(plan.tooling).timeout_status
-        return replace(base, status=status, error="probe timed out", log_tail=_tail(source))
+        tail = _tail(source)
+        timed_out = ServerStartError(
+            "probe timed out", status=status, server_id=plan.id, log_tail=tail
+        )
+        report = replace(
+            base,
+            status=status,
+            error="probe timed out",
+            log_tail=tail,
+            hint=start_hint(plan, timed_out) or None,
+        )
+        return report, []
     except DevallError as exc:
-        return replace(
+        report = replace(
             base,
             status=failure_status(exc),
             error=exc.message,
@@ -106,21 +176,100 @@ async def _probe_one(plan: SourcePlan, deadline: float, ctx: SourceContext) -> P
             log_tail=tuple(getattr(exc, "log_tail", ()) or _tail(source)),
             hint=start_hint(plan, exc) or None,
         )
+        return report, []
     finally:
         with contextlib.suppress(Exception):
             await source.close()
+    return _healthy(base, source, info, tools, connect_ms, list_ms), tools
+
+
+def _healthy(
+    base: ProbeReport,
+    source: ToolSource,
+    info: ServerInfo,
+    tools: list[RawTool],
+    connect_ms: float,
+    list_ms: float,
+) -> ProbeReport:
+    """The report of a server that answered: counted as `tools list` and `run` offer them."""
+    from devall_cli.tools.manager import offerable
+
+    offered = sum(1 for tool in tools if offerable(tool))
     return replace(
         base,
-        ok=bool(tools),
-        status="ok" if tools else "no_tools",
-        error=None if tools else "the server lists no tools",
+        ok=bool(offered),
+        status="ok" if offered else "no_tools",
+        error=None if offered else _no_tools(len(tools) - offered),
         protocol_version=info.protocol_version,
         server_name=info.server_name,
-        tools=len(tools),
+        tools=offered,
+        task_only=len(tools) - offered,
+        client=CLIENT_NAMES.get(str(getattr(source, "client", "fastmcp")), "fastmcp"),
         connect_ms=round(connect_ms, 1),
         list_ms=round(list_ms, 1),
         log_tail=_tail(source),
     )
+
+
+def _no_tools(task_only: int) -> str:
+    if task_only:
+        return f"the server lists only tools that run as tasks ({task_only}), none is offered"
+    return "the server lists no tools"
+
+
+async def _built(plan: SourcePlan, ctx: SourceContext) -> ToolSource:
+    """The plan's source. One with no process of its own (a remote one) is built on a thread:
+    building it imports its client stack (a second of CPU or more), which on the event loop
+    would hold up the handshakes of the local servers probed beside it, and so their times."""
+    if tooling_type(plan.tooling).early_process is not None:
+        return build_source(plan, ctx)
+    return await asyncio.to_thread(build_source, plan, ctx)
+
+
+async def tool_conflicts(
+    workflow: Workflow, listed: Mapping[str, list[RawTool]]
+) -> list[ToolConflict]:
+    """The first tool name each node would be offered twice, by the tool manager's own check
+    (prefixes, `tool_sources`, task-only tools) on the listings in `listed` (by server id; a
+    server not listed counts as offering nothing)."""
+    from devall_cli.tools.manager import ToolManager
+
+    def make(plan: SourcePlan, ctx: SourceContext) -> ToolSource:
+        return _Listing(plan, listed.get(plan.id, []))
+
+    conflicts: list[ToolConflict] = []
+    manager = ToolManager(workflow, make_source=make, spawn_ahead=False, import_functions=False)
+    async with manager:
+        for node in manager.plan.tooling:
+            try:
+                await manager.specs_for(node)
+            except DuplicateToolError as exc:
+                conflicts.append(ToolConflict(node, exc.tool, exc.sources, exc.message))
+    return conflicts
+
+
+class _Listing:
+    """A server's listing as the probe got it, standing in for its source."""
+
+    def __init__(self, plan: SourcePlan, tools: list[RawTool]) -> None:
+        self.id = plan.id
+        self.kind = plan.kind
+        self.target = plan.target
+        self._tools = tools
+
+    async def start(self) -> ServerInfo:
+        return ServerInfo()
+
+    async def list_tools(self) -> list[RawTool]:
+        return list(self._tools)
+
+    async def call_tool(
+        self, name: str, arguments: Mapping[str, Any], *, context: CallContext | None = None
+    ) -> ToolResult:
+        raise NotImplementedError("a probe calls no tool")
+
+    async def close(self) -> None:
+        return None
 
 
 def failure_status(exc: DevallError) -> str:

@@ -20,11 +20,15 @@ if TYPE_CHECKING:  # the kinds import this module to word their hints
 
 _MISSING_MODULE = re.compile(r"No module named '([^']+)'")
 _MISSING_FILE = re.compile(r"can't open file|No such file or directory|ENOENT|Cannot find module")
+# A start that ended this way may just have been slow.
+_SLOW_START = frozenset({"startup_timeout", "handshake_timeout"})
 _VENV = "activate the virtualenv that has the server's packages (`. .venv/bin/activate`)"
 
 
 def local_start_hint(settings: McpLocalConfig, error: DevallError, where: str) -> str:
     """A hint for a local server that could not be started, or ''."""
+    from devall_cli.tools.kinds.mcp_local import fetches_package  # which imports this module
+
     status = str(getattr(error, "status", ""))
     tail = "\n".join(getattr(error, "log_tail", ()))
     missing = _MISSING_MODULE.search(tail)
@@ -47,12 +51,29 @@ def local_start_hint(settings: McpLocalConfig, error: DevallError, where: str) -
             f"the server ran in {os.getcwd()}, where its files are not: set `cwd:` in {where} "
             "to the folder its paths are relative to (relative to the workflow's folder)"
         )
+    if status in _SLOW_START and fetches_package(settings.command, settings.args):
+        return _fetching_hint(settings, error, where)
     if status == "startup_timeout" and settings.wait_for_log:
         return (
             "compare `wait_for_log:` with the server's log lines (servers/<id>.log of the run), "
             f"or raise `startup_timeout:` in {where}"
         )
     return ""
+
+
+def _fetching_hint(settings: McpLocalConfig, error: DevallError, where: str) -> str:
+    """`npx -y pkg` and its kin download the package on a first start, which can be slow."""
+    program = PurePath(settings.command).name
+    if where == "the command line":  # probe bounds an ad-hoc server's start by its --timeout
+        longer = "`--startup-timeout SECONDS` (`--timeout SECONDS` for probe)"
+    else:
+        longer = f"`startup_timeout:` in {where}"
+    server_id = getattr(error, "server_id", "") or "<id>"
+    return (
+        f"`{program}` may still be downloading the package (a first start can take minutes): "
+        f"give it longer with {longer}, or run the command once by hand to fill its cache; "
+        f"what it printed is in the server's log (servers/{server_id}.log in the run's folder)"
+    )
 
 
 def remote_start_hint(settings: McpRemoteConfig, error: DevallError, where: str) -> str:

@@ -22,6 +22,7 @@ import os
 import re
 import shutil
 import signal
+import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -159,6 +160,8 @@ class StdioProcess:
         self._close_task: asyncio.Task[None] | None = None
         self.log_matched = asyncio.Event()
         self.exited = asyncio.Event()
+        # When (time.monotonic) devall began to start the child: a start's time counts from here.
+        self.spawned_at: float | None = None
 
     # --- state -------------------------------------------------------------------------------
 
@@ -208,6 +211,7 @@ class StdioProcess:
                 server_id=self.id,
             )
         self._open_log_file()
+        self.spawned_at = time.monotonic()
         try:
             proc = await asyncio.create_subprocess_exec(
                 executable,

@@ -24,7 +24,7 @@ from devall_cli.errors import UsageError
 from devall_cli.nodes.agent_settings import AgentConfig
 from devall_cli.redaction import Redactor
 from devall_cli.text import safe_id
-from devall_cli.tools.kinds.mcp_local import McpLocalConfig, parse_mcp_local
+from devall_cli.tools.kinds.mcp_local import McpLocalConfig, node_package, parse_mcp_local
 from devall_cli.tools.kinds.mcp_remote import parse_mcp_remote
 from devall_cli.tools.kinds.mcp_servers import load_servers_file
 
@@ -180,21 +180,24 @@ def command_name(command: str, args: Sequence[str]) -> str:
     """A readable server id for a command line: the package or script it runs.
 
     `npx -y @modelcontextprotocol/server-everything` → `server-everything`,
-    `python -m mcp_server_git` → `mcp_server_git`, `node pkg/dist/index.js` → `pkg`.
+    `python -m mcp_server_git` → `mcp_server_git`, `node pkg/dist/index.js` → `pkg`,
+    `node .../node_modules/@scope/server-x/dist/index.js` → `server-x`.
     """
     program = PurePosixPath(command).name
     if _PYTHON.fullmatch(program) or program in _RUNNERS:
         words = [a for a in args if not a.startswith("-") and a not in _SUBCOMMANDS]
         if words:
-            return _readable(words[0]) or program
-    return _readable(command) or "server"
+            return node_package(words[0]) or _readable(words[0]) or program
+    return node_package(command) or _readable(command) or "server"
 
 
 def _readable(word: str) -> str:
     """The meaningful part of a package name or path (`@scope/name@1.2` → `name`)."""
-    if word.startswith("@"):
-        word = word[1:]
-    word = word.split("@", 1)[0].split("==", 1)[0]
+    # A version follows the name (`name@1.2`, `name==1.2`) in the last part; an `@` that opens
+    # a part is a scope (`@scope/name`, `.../node_modules/@scope/name/...`).
+    head, sep, last = word.rpartition("/")
+    last = last[:1] + last[1:].split("@", 1)[0]
+    word = (head + sep + last.split("==", 1)[0]).lstrip("@")
     parts = [PurePosixPath(p).stem if "." in p else p for p in PurePosixPath(word).parts]
     for part in reversed(parts):
         if part and part not in _GENERIC and part not in ("/", ".", ".."):

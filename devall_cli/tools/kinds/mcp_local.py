@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
@@ -41,6 +41,28 @@ if TYPE_CHECKING:
     from devall_cli.tools.plan import SourceContext
 
 
+STARTUP_TIMEOUT = 10.0
+# A program that fetches the package it runs (`npx -y pkg`, `uvx pkg`) may download it first.
+FETCHING_STARTUP_TIMEOUT = 60.0
+_FETCHERS = frozenset({"npx", "uvx", "bunx"})
+_FETCHING_SUBCOMMANDS = {"pnpm": "dlx", "yarn": "dlx", "bun": "x"}
+
+
+def fetches_package(command: str, args: Sequence[str]) -> bool:
+    """Whether the command runs a package its program may download first (`npx`, `uvx`,
+    `bunx`, `pnpm dlx`, `yarn dlx`, `bun x`)."""
+    program = PurePosixPath(command).name
+    if program in _FETCHERS:
+        return True
+    words = [arg for arg in args if not arg.startswith("-")]
+    return bool(words) and _FETCHING_SUBCOMMANDS.get(program) == words[0]
+
+
+def default_startup_timeout(command: str, args: Sequence[str]) -> float:
+    """The `startup_timeout` of an entry that sets none: longer for a package fetcher."""
+    return FETCHING_STARTUP_TIMEOUT if fetches_package(command, args) else STARTUP_TIMEOUT
+
+
 @dataclass(frozen=True)
 class McpLocalConfig:
     """`tooling[].config` of `type: mcp_local`."""
@@ -50,7 +72,7 @@ class McpLocalConfig:
     cwd: str | None = None  # absolute after loading (relative paths resolve against the workflow)
     env: Mapping[str, str] = EMPTY
     inherit_env: bool = True
-    startup_timeout: float = 10.0
+    startup_timeout: float = STARTUP_TIMEOUT
     wait_for_log: str | None = None
     cache_ttl: float = 0.0
     tool_sources: tuple[str, ...] = ("mcp_tools",)
@@ -115,7 +137,14 @@ def parse_mcp_local(ck: Checker, config: dict[str, Any], path: KeyPath) -> McpLo
         cwd=cwd,
         env=frozen_mapping(env),
         inherit_env=opt_bool(ck, config, "inherit_env", path, True),
-        startup_timeout=opt_number(ck, config, "startup_timeout", path, 10.0, positive=True),
+        startup_timeout=opt_number(
+            ck,
+            config,
+            "startup_timeout",
+            path,
+            default_startup_timeout(command or "", args),
+            positive=True,
+        ),
         wait_for_log=opt_regex(ck, config, "wait_for_log", path),
         cache_ttl=opt_number(ck, config, "cache_ttl", path, 0.0, minimum=0),
         tool_sources=tool_sources_of(ck, config, path),
@@ -178,9 +207,28 @@ def make_local_process(source_id: str, settings: McpLocalConfig, ctx: SourceCont
 
 
 def local_name(settings: McpLocalConfig) -> str:
-    """The script's name, else the command's."""
+    """The script's name (its package's, for a script under `node_modules`), else the
+    command's."""
     scripts = [a for a in settings.args if not a.startswith("-")]
+    package = next((name for name in map(node_package, scripts) if name), None)
+    if package:
+        return package
     return PurePosixPath(scripts[-1]).stem if scripts else PurePosixPath(settings.command).name
+
+
+def node_package(path: str) -> str | None:
+    """The npm package a path under `node_modules` is part of, else None.
+
+    `.../node_modules/@scope/server-x/dist/index.js` → `server-x`, `node_modules/.bin/tool` →
+    `tool`: the script's own name there (`index`, `dist`) says nothing of the server.
+    """
+    parts = PurePosixPath(path).parts
+    if "node_modules" not in parts:
+        return None
+    rest = parts[len(parts) - parts[::-1].index("node_modules") :]
+    if rest and (rest[0].startswith("@") or rest[0] == ".bin"):
+        rest = rest[1:]  # a scope, or the folder of the packages' commands
+    return rest[0] if rest else None
 
 
 TOOLING_TYPES.register(

@@ -20,6 +20,7 @@ from devall_cli.workflow.adhoc import command_name
         ("/usr/bin/python3.11", ["-m", "mcp_server_time"], "mcp_server_time"),
         ("python", ["tests/servers/fixture_server.py", "--mode", "slow"], "fixture_server"),
         ("node", ["/srv/server-memory/dist/index.js"], "server-memory"),
+        ("node", ["/home/u/app/node_modules/@scope/server-x/dist/index.js"], "server-x"),
         ("uv", ["run", "weather.py"], "weather"),
         ("docker", ["run", "-i", "--rm", "mcp/git"], "git"),
         ("/opt/tools/my-mcp", [], "my-mcp"),
