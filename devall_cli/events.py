@@ -52,6 +52,9 @@ class RunFinishedEvent(Event):
     duration_ms: float = 0.0
     error: str | None = None
     exit_code: int = 0
+    # What `devall run` prints under the error (a server's last log lines) and its hint.
+    details: Sequence[str] = ()
+    hint: str | None = None
 
 
 # --- servers ---------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ def shape_of(graph: GraphConfig, mask: Mask = lambda text: text) -> GraphShape:
         edges=tuple(_edge(edge, mask) for edge in graph.edges),
         start=graph.start,
         end=graph.end,
+        majority_vote=graph.is_majority_voting,
     )
 
 

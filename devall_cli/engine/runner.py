@@ -112,7 +112,7 @@ async def run_workflow(
         _finish(bus, run_id, started, "interrupted", "interrupted", interrupt_code())
         raise
     except DevallError as exc:
-        _finish(bus, run_id, started, "failed", exc.message, exc.exit_code)
+        _finish(bus, run_id, started, "failed", exc.message, exc.exit_code, exc)
         raise
     except Exception as exc:
         _finish(bus, run_id, started, "failed", f"{type(exc).__name__}: {exc}")
@@ -191,6 +191,7 @@ def _finish(
     status: str,
     error: str,
     code: int = ExitCode.FAILED,
+    cause: DevallError | None = None,
 ) -> None:
     bus.emit(
         RunFinishedEvent(
@@ -199,6 +200,8 @@ def _finish(
             duration_ms=_ms(started),
             error=error,
             exit_code=int(code),
+            details=tuple(cause.details) if cause is not None else (),
+            hint=(cause.hint or None) if cause is not None else None,
         )
     )
 

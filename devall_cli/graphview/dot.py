@@ -1,16 +1,18 @@
 """A graph shape as Graphviz DOT text (`devall graph --format dot`).
 
 Subgraphs are clusters; an edge to or from a subgraph node is drawn to the cluster's border
-(`compound=true` with `lhead`/`ltail` on an inner node). Nodes are `n1`, `n2`, ... (any node
-id is safe), their labels the id and the type; every text is escaped.
+(`compound=true` with `lhead`/`ltail` on an inner node). A majority vote is a hexagon its
+voters feed into. Nodes are `n1`, `n2`, ... (any node id is safe), their labels the id and the
+type; every text is escaped.
 """
 
 from __future__ import annotations
 
-from devall_cli.graphview.layout import edge_label, node_caption
-from devall_cli.graphview.shape import GraphShape, ShapeNode
+from devall_cli.graphview.layout import VOTE, edge_label, node_caption
+from devall_cli.graphview.shape import VOTE_RULE, VOTE_TITLE, GraphShape, ShapeNode
 
 _MARK = 'shape=oval, style=filled, fillcolor="#eaeef2"'
+_VOTE = 'shape=hexagon, style=filled, fillcolor="#fbefff", color="#8250df"'
 
 
 def dot_string(text: str) -> str:
@@ -28,17 +30,19 @@ def render_dot(shape: GraphShape) -> str:
         '  edge [fontname="Helvetica", fontsize=10];',
     ]
     ids: dict[str, str] = {}
-    if shape.start:
+    if shape.entries:
         lines.append(f'  task [label="task", {_MARK}];')
     _nodes(lines, shape, "", ids, "  ")
-    if shape.end:
+    if shape.end or shape.majority_vote:
         lines.append(f'  output [label="output", {_MARK}];')
     _edges(lines, shape, "", ids)
-    for start in shape.start:
+    for entry in shape.entries:
         lines.append(
-            _link("task", _point(shape, "", start, ids), _clips(shape, "", ids, None, start))
+            _link("task", _point(shape, "", entry, ids), _clips(shape, "", ids, None, entry))
         )
-    for end in shape.end:
+    if shape.majority_vote:
+        lines.append(_link(ids[VOTE], "output", []))
+    for end in () if shape.majority_vote else shape.end:
         lines.append(
             _link(_point(shape, "", end, ids), "output", _clips(shape, "", ids, end, None))
         )
@@ -61,6 +65,10 @@ def _nodes(
         else:
             label = f"{node.id}\n{node_caption(node)}"
             lines.append(f"{indent}{ids[path]} [label={dot_string(label)}];")
+    if shape.majority_vote:  # the box the voters feed into
+        ids[prefix + VOTE] = f"n{len(ids) + 1}"
+        label = dot_string(f"{VOTE_TITLE}\n{VOTE_RULE}")
+        lines.append(f"{indent}{ids[prefix + VOTE]} [label={label}, {_VOTE}];")
 
 
 def _edges(lines: list[str], shape: GraphShape, prefix: str, ids: dict[str, str]) -> None:
@@ -76,6 +84,11 @@ def _edges(lines: list[str], shape: GraphShape, prefix: str, ids: dict[str, str]
             attributes.append("style=dashed")
         source = _point(shape, prefix, edge.source, ids)
         lines.append(_link(source, _point(shape, prefix, edge.target, ids), attributes))
+    if shape.majority_vote:
+        for node in shape.nodes:
+            source = _point(shape, prefix, node.id, ids)
+            clips = _clips(shape, prefix, ids, node.id, None)
+            lines.append(_link(source, ids[prefix + VOTE], clips))
 
 
 def _point(shape: GraphShape, prefix: str, node_id: str, ids: dict[str, str]) -> str:

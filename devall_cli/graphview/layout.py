@@ -4,10 +4,11 @@ Steps: edges that close a loop are turned round (found by a depth-first search f
 nodes), nodes get ranks by longest path, every edge gets a point on each rank it crosses (ranks
 are doubled so that every edge has one, which carries its label), nodes are ordered in their
 rank by barycentres to cut crossings, and placed sideways as close to their neighbours as the
-spacing allows. A subgraph node is laid out first and drawn as a box holding its graph.
-Pure Python and iterative (never hits the recursion limit). The work grows with the number of
-ranks the edges cross: a workflow of a few dozen nodes takes milliseconds, a generated one of a
-hundred nodes with long edges back and forth about a second.
+spacing allows; an edge that closes a loop gets a lane of its own beside its nodes. Then each
+edge is routed (routes.py). A subgraph node is laid out first and drawn as a box holding its
+graph. Pure Python and iterative (never hits the recursion limit). The work grows with the
+number of ranks the edges cross: a workflow of a few dozen nodes takes milliseconds, a generated
+one of a hundred nodes with long edges back and forth a fraction of a second.
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ import textwrap
 import unicodedata
 from dataclasses import dataclass, field
 
-from devall_cli.graphview.order import order_ranks, place_ranks
-from devall_cli.graphview.shape import GraphShape, ShapeEdge, ShapeNode
+from devall_cli.graphview.order import order_ranks, place_beside, place_ranks
+from devall_cli.graphview.routes import Router
+from devall_cli.graphview.shape import VOTE_RULE, VOTE_TITLE, GraphShape, ShapeEdge, ShapeNode
 
-TASK, OUTPUT = "\0task", "\0output"  # keys of the entry and exit marks (no node id has \0)
+# Keys of the entry and exit marks and of a majority vote's ballot box (no node id has \0).
+TASK, OUTPUT, VOTE = "\0task", "\0output", "\0vote"
 NODE_H, PSEUDO_W, PSEUDO_H = 42.0, 58.0, 24.0
 PAD, TITLE_H = 12.0, 26.0  # inside a subgraph box
 RANK_GAP, NODE_GAP = 16.0, 22.0
@@ -55,7 +58,7 @@ class Route:
     points: list[tuple[float, float]]
     label: list[str] = field(default_factory=list)
     label_at: tuple[float, float] = (0.0, 0.0)  # top-left of the label text
-    back: bool = False  # closes a loop (drawn upwards)
+    back: bool = False  # closes a loop: straight lines up a lane beside its nodes
 
 
 @dataclass
@@ -81,6 +84,8 @@ class _Item:
     top: float = 0.0
     label: list[str] = field(default_factory=list)
     point: bool = False  # an edge's point on a rank
+    aside: bool = False  # a point of an edge that closes a loop (placed beside the rest)
+    side: str = ""  # where such a point runs: right or left of its nodes
 
 
 def text_width(text: str, size: float, bold: bool = False) -> float:
@@ -113,21 +118,28 @@ def node_caption(node: ShapeNode) -> str:
 
 
 def layout(shape: GraphShape, *, marks: bool = True) -> Layout:
-    """Lay out `shape`; `marks` adds the entry (task) and exit (output) marks."""
+    """Lay out `shape`; `marks` adds the entry (task) and exit (output) marks. A majority vote
+    gets a box its nodes feed into, which gives the output."""
     boxes = {node.id: _box(node) for node in shape.nodes}
     edges: list[tuple[str, str, ShapeEdge | None]] = []
-    if marks and shape.start:
+    if marks and shape.entries:
         boxes[TASK] = Box(TASK, None, w=PSEUDO_W, h=PSEUDO_H)
-        edges.extend((TASK, start, None) for start in shape.start)
+        edges.extend((TASK, entry, None) for entry in shape.entries)
     for edge in shape.edges:
         if edge.source == edge.target:
             boxes[edge.source].loops.append(edge)
         else:
             edges.append((edge.source, edge.target, edge))
-    if marks and shape.end:
+    ends = shape.end
+    if shape.majority_vote:
+        width = max(text_width(VOTE_TITLE, 13, bold=True), text_width(VOTE_RULE, 11))
+        boxes[VOTE] = Box(VOTE, None, w=width + 24, h=NODE_H)
+        edges.extend((node.id, VOTE, None) for node in shape.nodes)
+        ends = (VOTE,)
+    if marks and ends:
         boxes[OUTPUT] = Box(OUTPUT, None, w=PSEUDO_W, h=PSEUDO_H)
-        edges.extend((end, OUTPUT, None) for end in shape.end)
-    roots = ([TASK] if TASK in boxes else []) + list(shape.start)
+        edges.extend((end, OUTPUT, None) for end in ends)
+    roots = ([TASK] if TASK in boxes else []) + list(shape.entries)
     return _Builder(shape, boxes, edges, roots).build()
 
 
@@ -160,6 +172,7 @@ class _Builder:
         self.items: dict[str, _Item] = {}
         self.chains: list[list[str]] = []  # per edge: its item keys, top to bottom
         self.back: list[bool] = []
+        self.bands: list[tuple[float, float]] = []  # per rank: its top and bottom
 
     def build(self) -> Layout:
         """Ranks, order, positions, routes."""
@@ -169,11 +182,25 @@ class _Builder:
             extra = _loop_room(box)
             self.items[key] = _Item(key, box.w + extra, box.h, rank=2 * ranks[key])
         self._chain()
-        layers = order_ranks(self.items, self.chains)
-        place_ranks(layers, self.items, self.chains, NODE_GAP)
+        forward = [chain for chain, back in zip(self.chains, self.back, strict=True) if not back]
+        ordered = {key: item for key, item in self.items.items() if not item.aside}
+        layers = order_ranks(ordered, forward)
+        place_ranks(layers, self.items, forward, NODE_GAP)
+        loops = [chain for chain, back in zip(self.chains, self.back, strict=True) if back]
+        place_beside(layers, self.items, loops, NODE_GAP)
         heights = self._place_vertically(layers)
-        routes = [self._route(i) for i in range(len(self.edges))]
-        width = max((item.x + item.w / 2 for item in self.items.values()), default=0.0)
+        router = Router(
+            self.boxes, self.items, self.chains, self.back, layers, self.bands, RANK_GAP
+        )
+        routes = [
+            Route(edge, *router.route(index), back=back)
+            for index, ((_, _, edge), back) in enumerate(zip(self.edges, self.back, strict=True))
+        ]
+        width = max(
+            [item.x + item.w / 2 for item in self.items.values()]
+            + [x + 2 for route in routes for x, _ in route.points],
+            default=0.0,
+        )
         return Layout(self.shape, self.boxes, routes, width, heights)
 
     def _rank(self) -> dict[str, int]:
@@ -212,7 +239,13 @@ class _Builder:
                 width = max((text_width(line, 11) for line in lines), default=0.0)
                 height = len(lines) * LABEL_LINE
                 self.items[key] = _Item(
-                    key, width + 10 if lines else 4, height, rank, label=lines, point=True
+                    key,
+                    width + 10 if lines else 4,
+                    height,
+                    rank,
+                    label=lines,
+                    point=True,
+                    aside=back,
                 )
                 chain.append(key)
             chain.append(lower)
@@ -223,6 +256,7 @@ class _Builder:
         y = 0.0
         for layer in layers:
             height = max((self.items[key].h for key in layer), default=0.0)
+            self.bands.append((y, y + height))
             for key in layer:
                 item = self.items[key]
                 item.top = y + (height - item.h) / 2
@@ -231,41 +265,6 @@ class _Builder:
                     box.x, box.y = item.x - item.w / 2, item.top
             y += height + RANK_GAP
         return max(y - RANK_GAP, 0.0)
-
-    def _route(self, index: int) -> Route:
-        edge = self.edges[index][2]
-        chain, back = self.chains[index], self.back[index]
-        upper, lower = self.boxes[chain[0]], self.boxes[chain[-1]]
-        points = [(self._port(upper, index, chain[1], below=True), upper.y + upper.h)]
-        label: list[str] = []
-        label_at = (0.0, 0.0)
-        for key in chain[1:-1]:
-            item = self.items[key]
-            left = item.x - item.w / 2
-            if item.label:  # the edge runs straight down beside its label
-                points.extend(((left + 2, item.top), (left + 2, item.top + item.h)))
-                label, label_at = item.label, (left + 8, item.top)
-            else:
-                points.append((item.x, item.top))
-        points.append((self._port(lower, index, chain[-2], below=False), lower.y))
-        if back:
-            points.reverse()
-        return Route(edge, points, label, label_at, back=back)
-
-    def _port(self, box: Box, index: int, neighbour: str, *, below: bool) -> float:
-        """Where an edge meets a node: edges are spread along its side in their order."""
-        side = [
-            (self.items[chain[1] if below else chain[-2]].x, i)
-            for i, chain in enumerate(self.chains)
-            if (chain[0] if below else chain[-1]) == box.key
-        ]
-        side.sort()
-        count = len(side)
-        if count <= 1:
-            return box.cx
-        position = next(n for n, (_, i) in enumerate(side) if i == index)
-        step = min(14.0, box.w * 0.7 / (count - 1))
-        return box.cx + (position - (count - 1) / 2) * step
 
 
 def _loop_room(box: Box) -> float:

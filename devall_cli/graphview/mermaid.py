@@ -1,14 +1,15 @@
 """A graph shape as Mermaid flowchart text (what `devall graph` prints by default).
 
 The same content as the SVG drawing: nodes with their type and detail, subgraphs as Mermaid
-subgraphs, the task and output marks, conditions as edge labels, edges that do not trigger
-dotted. Node ids become `n1`, `n2`, ... so any id is safe; every text is escaped.
+subgraphs, the task and output marks, a majority vote's box, conditions as edge labels, edges
+that do not trigger dotted. Node ids become `n1`, `n2`, ... so any id is safe; every text is
+escaped.
 """
 
 from __future__ import annotations
 
-from devall_cli.graphview.layout import edge_label, node_caption
-from devall_cli.graphview.shape import GraphShape
+from devall_cli.graphview.layout import VOTE, edge_label, node_caption
+from devall_cli.graphview.shape import VOTE_RULE, VOTE_TITLE, GraphShape
 
 _ESCAPES = {"#": "#35;", '"': "#quot;", "<": "#lt;", ">": "#gt;", "`": "#96;"}
 # Every character Python (and so a reader of the text) takes as the end of a line: in Mermaid
@@ -28,14 +29,15 @@ def render_mermaid(shape: GraphShape) -> str:
     if shape.id:
         lines.append(f"  %% workflow {mermaid_text(shape.id)}")
     ids: dict[str, str] = {}
-    if shape.start:
+    if shape.entries:
         lines.append('  task_(["task"])')
     _nodes(lines, shape, "", ids, "  ")
-    if shape.end:
+    ends = [VOTE] if shape.majority_vote else list(shape.end)
+    if ends:
         lines.append('  output_(["output"])')
     _edges(lines, shape, "", ids)
-    lines.extend(f"  task_ --> {ids[start]}" for start in shape.start)
-    lines.extend(f"  {ids[end]} --> output_" for end in shape.end)
+    lines.extend(f"  task_ --> {ids[entry]}" for entry in shape.entries)
+    lines.extend(f"  {ids[end]} --> output_" for end in ends)
     return "\n".join(lines) + "\n"
 
 
@@ -54,6 +56,9 @@ def _nodes(
         else:
             text = f"{mermaid_text(node.id)}<br/>{mermaid_text(node_caption(node))}"
             lines.append(f'{indent}{ids[path]}["{text}"]')
+    if shape.majority_vote:  # the box the voters feed into (a hexagon)
+        ids[prefix + VOTE] = f"n{len(ids) + 1}"
+        lines.append(f'{indent}{ids[prefix + VOTE]}{{{{"{VOTE_TITLE}<br/>{VOTE_RULE}"}}}}')
 
 
 def _edges(lines: list[str], shape: GraphShape, prefix: str, ids: dict[str, str]) -> None:
@@ -65,3 +70,5 @@ def _edges(lines: list[str], shape: GraphShape, prefix: str, ids: dict[str, str]
         label = "<br/>".join(mermaid_text(line) for line in edge_label(edge))
         link = f'{arrow}|"{label}"|' if label else arrow
         lines.append(f"  {ids[prefix + edge.source]} {link} {ids[prefix + edge.target]}")
+    if shape.majority_vote:
+        lines.extend(f"  {ids[prefix + node.id]} --> {ids[prefix + VOTE]}" for node in shape.nodes)

@@ -1,7 +1,8 @@
 """Ordering items within ranks (fewer crossings) and placing them sideways (straight edges).
 
 Items are anything with `key`, `w`, `rank` and `x` (the layout's nodes and edge points);
-`chains` are the edges as lists of item keys, one per rank, top to bottom.
+`chains` are the edges as lists of item keys, one per rank, top to bottom. The edges that close
+a loop are left out of both; their points are placed last, beside the rest (`place_beside`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from typing import Protocol
 
 SWEEPS = 8  # barycentre sweeps (down and up) when ordering; more rarely helps small graphs
 PLACEMENT_ROUNDS = 8
+CLEAR = 3.0  # room a loop's way back keeps from anything it passes on a rank
+NEAR = 1e-6  # closer than this is touching, not overlapping
 
 
 class Item(Protocol):
@@ -23,6 +26,7 @@ class Item(Protocol):
     rank: int
     x: float
     point: bool  # an edge's point on a rank, not a node
+    side: str  # a point of an edge that closes a loop: the side it runs on (right, left)
 
 
 def _neighbours(
@@ -152,3 +156,75 @@ def _align(
         for _ in range(int(count)):
             items[layer[index]].x = total / weight + offsets[index]
             index += 1
+
+
+def place_beside(
+    layers: list[list[str]],
+    items: Mapping[str, Item],
+    chains: Sequence[Sequence[str]],
+    gap: float,
+) -> None:
+    """Place the points of the edges that close a loop and add them to their ranks.
+
+    Each edge gets one straight lane beside its two nodes, the nearest place free on every rank
+    it crosses: on their right, or on their left when only there it can meet both nodes without
+    passing something on their ranks. Shorter loops go first and keep the inner lanes.
+    """
+    # Per rank: the sides (left, right) of what is there, left to right; none overlaps another.
+    taken = [[_span(items[key]) for key in layer] for layer in layers]
+    for chain in sorted(chains, key=lambda chain: items[chain[-1]].rank - items[chain[0]].rank):
+        ends = [items[chain[0]], items[chain[-1]]]
+        points = [items[key] for key in chain[1:-1]]
+        right = _fit(points, taken, max(e.x + e.w / 2 for e in ends) + gap / 2, gap / 2, True)
+        left = _fit(points, taken, min(e.x - e.w / 2 for e in ends) - gap / 2, gap / 2, False)
+        blocked_right = sum(_blocked(end, taken[end.rank], right + 2, True) for end in ends)
+        blocked_left = sum(_blocked(end, taken[end.rank], left - 2, False) for end in ends)
+        on_right = blocked_right <= blocked_left
+        for point in points:
+            point.side = "right" if on_right else "left"
+            point.x = right + point.w / 2 if on_right else left - point.w / 2
+            bisect.insort(taken[point.rank], _span(point))
+            layer = layers[point.rank]
+            layer.insert(bisect.bisect(layer, point.x, key=lambda k: items[k].x), point.key)
+    shift = min((item.x - item.w / 2 for item in items.values()), default=0.0)
+    for item in items.values():  # a lane on the left may start left of the rest
+        item.x -= min(shift, 0.0)
+
+
+def _span(item: Item) -> tuple[float, float]:
+    return item.x - item.w / 2, item.x + item.w / 2
+
+
+def _fit(
+    points: Sequence[Item],
+    taken: Sequence[list[tuple[float, float]]],
+    start: float,
+    room: float,
+    rightwards: bool,
+) -> float:
+    """The side the points share (their left side going right, else their right side): the
+    first one from `start` where every point keeps `room` from what is there."""
+    at, moved = start, True
+    while moved:  # each pass moves past what is in the way on each rank, in order
+        moved = False
+        for point in points:
+            spans = taken[point.rank]
+            # `room - NEAR`: a point just moved to `room` from a span is past it (rounding).
+            if rightwards:
+                index = bisect.bisect_right(spans, at - room + NEAR, key=lambda span: span[1])
+                while index < len(spans) and spans[index][0] - room < at + point.w - NEAR:
+                    at, moved, index = spans[index][1] + room, True, index + 1
+            else:
+                index = bisect.bisect_left(spans, at + room - NEAR, key=lambda span: span[0]) - 1
+                while index >= 0 and spans[index][1] + room > at - point.w + NEAR:
+                    at, moved, index = spans[index][0] - room, True, index - 1
+    return at
+
+
+def _blocked(end: Item, spans: list[tuple[float, float]], lane: float, rightwards: bool) -> bool:
+    """Whether something on the rank of node `end` stands between it and a lane at `lane`."""
+    if rightwards:
+        index = bisect.bisect_left(spans, end.x + end.w / 2, key=lambda span: span[0])
+        return index < len(spans) and spans[index][0] < lane + CLEAR
+    index = bisect.bisect_right(spans, end.x - end.w / 2, key=lambda span: span[1]) - 1
+    return index >= 0 and spans[index][1] > lane - CLEAR

@@ -40,17 +40,33 @@ class ShapeEdge:
 
 @dataclass(frozen=True)
 class GraphShape:
-    """A graph: nodes in declaration order, edges, start and end nodes."""
+    """A graph: nodes in declaration order, edges, start and end nodes, and whether its result
+    is the majority vote of its nodes (then every node answers the task; edges and `end` play
+    no part)."""
 
     id: str
     nodes: tuple[ShapeNode, ...]
     edges: tuple[ShapeEdge, ...] = ()
     start: tuple[str, ...] = ()
     end: tuple[str, ...] = ()
+    majority_vote: bool = False
 
     def node(self, node_id: str) -> ShapeNode | None:
         """The node with this id, or None."""
         return next((node for node in self.nodes if node.id == node_id), None)
+
+    @property
+    def entries(self) -> tuple[str, ...]:
+        """The nodes the task goes to: every node in a majority vote, else the start nodes."""
+        return tuple(node.id for node in self.nodes) if self.majority_vote else self.start
+
+
+VOTE_TITLE = "majority vote"
+VOTE_RULE = "most common answer wins"
+VOTE_NOTE = (
+    "Every node answers the task; the answer given most often is the result "
+    "(a tie: the node written first). Edges and end play no part."
+)
 
 
 # --- to and from JSON ------------------------------------------------------------------------
@@ -62,6 +78,7 @@ def to_dict(shape: GraphShape) -> dict[str, Any]:
         "id": shape.id,
         "start": list(shape.start),
         "end": list(shape.end),
+        "majority_vote": shape.majority_vote,
         "nodes": [_node_dict(node) for node in shape.nodes],
         "edges": [
             {
@@ -123,6 +140,7 @@ def from_dict(data: Any, depth: int = 0) -> GraphShape | None:
         edges=tuple(edges),
         start=tuple(n for n in _list(data.get("start")) if n in ids),
         end=tuple(n for n in _list(data.get("end")) if n in ids),
+        majority_vote=data.get("majority_vote") is True,
     )
 
 

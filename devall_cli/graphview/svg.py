@@ -7,6 +7,7 @@ section. Every text is escaped.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from html import escape
@@ -17,6 +18,7 @@ from devall_cli.graphview.layout import (
     PAD,
     TASK,
     TITLE_H,
+    VOTE,
     Box,
     Layout,
     Route,
@@ -24,6 +26,7 @@ from devall_cli.graphview.layout import (
     node_caption,
     short,
 )
+from devall_cli.graphview.shape import VOTE_NOTE, VOTE_RULE, VOTE_TITLE
 
 MARGIN = 12.0
 STYLE = """
@@ -33,6 +36,8 @@ STYLE = """
 .dg .node .cap{font-size:11px;fill:#57606a}
 .dg .mark rect{fill:#eaeef2;stroke:#8c959f}
 .dg .mark text{font-size:11px;fill:#57606a}
+.dg .vote rect{fill:#fbefff;stroke:#8250df}
+.dg .vote .id{font-size:13px;font-weight:600;fill:#1f2328}
 .dg .cluster>rect{fill:#f6f8fa;stroke:#8c959f;stroke-dasharray:5 3}
 .dg .cluster>.title{font-size:12px;font-weight:600;fill:#57606a}
 .dg .edge{fill:none;stroke:#6e7781;stroke-width:1.3}
@@ -213,11 +218,25 @@ def _cluster(parts: list[str], box: Box, path: str, marks: RunMarks | None, pref
 
 
 def _mark(parts: list[str], box: Box) -> None:
+    if box.key == VOTE:
+        _vote(parts, box)
+        return
     text = "task" if box.key == TASK else "output" if box.key == OUTPUT else ""
     parts.append(
         f'<g class="mark"><rect x="{box.x:.1f}" y="{box.y:.1f}" width="{box.w:.1f}" '
         f'height="{box.h:.1f}" rx="{box.h / 2:.1f}"/><text x="{box.cx:.1f}" '
         f'y="{box.y + box.h / 2 + 4:.1f}" text-anchor="middle">{text}</text></g>'
+    )
+
+
+def _vote(parts: list[str], box: Box) -> None:
+    """A majority vote's box: what it is and its rule, the details in its tooltip."""
+    parts.append(
+        f'<g class="mark vote"><title>{escape(VOTE_NOTE)}</title><rect x="{box.x:.1f}" '
+        f'y="{box.y:.1f}" width="{box.w:.1f}" height="{box.h:.1f}" rx="6"/>'
+        f'<text class="id" x="{box.cx:.1f}" y="{box.y + 18:.1f}" text-anchor="middle">'
+        f'{VOTE_TITLE}</text><text class="cap" x="{box.cx:.1f}" y="{box.y + 33:.1f}" '
+        f'text-anchor="middle">{VOTE_RULE}</text></g>'
     )
 
 
@@ -236,9 +255,8 @@ def _route(parts: list[str], route: Route, path: str, marks: RunMarks | None, pr
         else:
             classes.append("idle")
             arrow = f"{prefix}-arrow-idle"
-    parts.append(
-        f'<path class="{" ".join(classes)}" d="{_curve(route.points)}" marker-end="url(#{arrow})"/>'
-    )
+    shape = _corners(route.points) if route.back else _curve(route.points)
+    parts.append(f'<path class="{" ".join(classes)}" d="{shape}" marker-end="url(#{arrow})"/>')
     if route.label:
         _label(parts, route.label, *route.label_at)
 
@@ -261,4 +279,23 @@ def _curve(points: list[tuple[float, float]]) -> str:
         middle = (y0 + y1) / 2
         path.append(f"C{x0:.1f},{middle:.1f} {x1:.1f},{middle:.1f} {x1:.1f},{y1:.1f}")
         x0, y0 = x1, y1
+    return " ".join(path)
+
+
+def _corners(points: list[tuple[float, float]], radius: float = 6.0) -> str:
+    """Straight lines through `points`, their corners rounded."""
+    (x0, y0) = points[0]
+    path = [f"M{x0:.1f},{y0:.1f}"]
+    for (xa, ya), (xb, yb), (xc, yc) in zip(points, points[1:], points[2:], strict=False):
+        into, out = math.dist((xa, ya), (xb, yb)), math.dist((xb, yb), (xc, yc))
+        cut = min(radius, into / 2, out / 2)
+        if cut <= 0:
+            continue
+        before = (xb + (xa - xb) * cut / into, yb + (ya - yb) * cut / into)
+        after = (xb + (xc - xb) * cut / out, yb + (yc - yb) * cut / out)
+        path.append(
+            f"L{before[0]:.1f},{before[1]:.1f} Q{xb:.1f},{yb:.1f} {after[0]:.1f},{after[1]:.1f}"
+        )
+    x1, y1 = points[-1]
+    path.append(f"L{x1:.1f},{y1:.1f}")
     return " ".join(path)

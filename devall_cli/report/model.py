@@ -120,6 +120,8 @@ class RunLog:
     status: str = "unknown"  # ok | failed | interrupted | running (no end recorded) | unknown
     exit_code: int | None = None
     error: str | None = None
+    details: list[str] = field(default_factory=list)  # under the error (a server's log lines)
+    hint: str | None = None  # how to fix the error, where devall could tell
     output: str = ""
     started_at: str | None = None
     duration_ms: float | None = None

@@ -161,6 +161,8 @@ class _Fold:
         log.status = _str(event.get("status")) or "unknown"
         log.output = _str(event.get("output"))
         log.error = event.get("error") if isinstance(event.get("error"), str) else None
+        log.details = _texts(event.get("details"))
+        log.hint = _str(event.get("hint")) or None
         log.exit_code = int(_num(event.get("exit_code")))
         log.duration_ms = _num(event.get("duration_ms"))
         log.end_ts = ts
@@ -353,6 +355,9 @@ def _apply_result(log: RunLog) -> None:
     log.status = _str(result.get("status")) or log.status
     log.output = _str(result.get("output")) or log.output
     log.error = result.get("error") if isinstance(result.get("error"), str) else log.error
+    if isinstance(result.get("details"), list):
+        log.details = _texts(result["details"])
+    log.hint = _str(result.get("hint")) or log.hint
     if isinstance(result.get("exit_code"), int):
         log.exit_code = result["exit_code"]
     log.started_at = _str(result.get("started_at")) or None

@@ -135,6 +135,8 @@ class RunResult:
     output: str = ""
     task: str = ""
     error: str | None = None
+    details: tuple[str, ...] = ()  # what the error's message leaves out (a server's log lines)
+    hint: str | None = None
     exit_code: int = 0
     started_at: float = 0.0
     duration_ms: float = 0.0
@@ -231,6 +233,8 @@ class RunRecorder:
             status=event.status,
             output=event.output,
             error=event.error,
+            details=tuple(event.details),
+            hint=event.hint,
             exit_code=event.exit_code,
             duration_ms=event.duration_ms,
         )

@@ -76,6 +76,18 @@ def _attachment(record: AttachmentRecord) -> dict[str, Any]:
     }
 
 
+DETAIL_LINES, DETAIL_CHARS = 20, 500  # how much of an error's details result.json keeps
+
+
+def error_details(lines: Sequence[str]) -> list[str]:
+    """The last lines of an error's details (the cause is at the end of a server's log), each
+    cut to a readable length."""
+    return [
+        line if len(line) <= DETAIL_CHARS else line[: DETAIL_CHARS - 1] + "…"
+        for line in lines[-DETAIL_LINES:]
+    ]
+
+
 def _iso(ts: float) -> str | None:
     if not ts:
         return None
@@ -109,6 +121,8 @@ def build_result(
         "status": result.status,
         "exit_code": result.exit_code,
         "error": result.error,
+        "details": error_details(result.details),
+        "hint": result.hint,
         "task": result.task,
         "output": result.output,
         "started_at": _iso(result.started_at),

@@ -65,6 +65,30 @@ def test_loops_conditions_and_subgraphs_are_visible() -> None:
     assert dot.count("subgraph cluster_") == 2
 
 
+def test_a_majority_vote_is_drawn_in_each_format() -> None:
+    """Three voters and no edges: each format shows the vote they feed and the output it gives."""
+    path = str(WORKFLOWS / "examples" / "majority_vote.yaml")
+    code, mermaid, _ = invoke("graph", path)
+    assert code == 0
+    vote = re.search(r'(n\d+)\{\{"majority vote<br/>most common answer wins"\}\}', mermaid)
+    assert vote, mermaid
+    for voter in ("n1", "n2", "n3"):
+        assert f"  {voter} --> {vote[1]}\n" in mermaid and f"  task_ --> {voter}\n" in mermaid
+    assert f"  {vote[1]} --> output_\n" in mermaid
+    code, dot, _ = invoke("graph", path, "-f", "dot")
+    vote = re.search(r'(n\d+) \[label="majority vote\\nmost common answer wins", shape=hex', dot)
+    assert code == 0 and vote, dot
+    assert all(f"  {voter} -> {vote[1]};" in dot for voter in ("n1", "n2", "n3"))
+    assert f"  {vote[1]} -> output;" in dot
+    code, svg, _ = invoke("graph", path, "-f", "svg")
+    root = ET.fromstring(svg.split("\n", 1)[1])
+    boxes = [g for g in root.iter(f"{SVG}g") if "vote" in (g.get("class") or "").split()]
+    assert code == 0 and len(boxes) == 1
+    texts = [t.text for t in boxes[0].iter(f"{SVG}text")]
+    assert texts == ["majority vote", "most common answer wins"]
+    assert len(root.findall(f".//{SVG}path[@class='edge']")) == 3 + 3 + 1  # task, votes, output
+
+
 def test_unset_placeholders_do_not_stop_the_drawing() -> None:
     code, mermaid, err = invoke("graph", str(WORKFLOWS / "demo_mcp.yaml"))
     assert code == 0, err

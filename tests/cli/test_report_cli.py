@@ -7,15 +7,17 @@ import json
 import re
 import signal
 import subprocess
+import sys
 import textwrap
 from html import unescape
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.cli.flows import LLM_KEY, edge, invoke, node, scripted, write_flow
 from tests.cli.test_signals import DEVALL, events, wait_for
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, SERVERS_DIR
 
 EXAMPLES = REPO_ROOT / "workflows" / "examples"
 
@@ -146,6 +148,63 @@ def test_report_of_an_interrupted_run_from_run_report(tmp_path: Path) -> None:
     code, out, err = invoke("report", str(run_dir), "-o", str(other))
     assert (code, out) == (0, f"{other}\n"), err
     assert node_ids(page(other)) == node_ids(html)
+
+
+def with_server(node_id: str, command: list[str], **config: Any) -> dict[str, Any]:
+    """A scripted agent that calls `shaped` of a local server, then says `done`."""
+    agent = scripted(node_id, "done")
+    agent["config"]["script"] = [
+        {"tool_calls": [{"name": "shaped", "arguments": {"mode": "right"}}]},
+        {"content": "done"},
+    ]
+    server = {"command": command[0], "args": command[1:], **config}
+    agent["config"]["tooling"] = [{"type": "mcp_local", "config": server}]
+    return agent
+
+
+def test_a_server_that_failed_to_start_leaves_its_last_log_lines(tmp_path: Path) -> None:
+    """What `devall run` prints under the error is in result.json and the report, masked."""
+    secret = "tok-settings-5f3c"
+    script = tmp_path / "settings_server.py"
+    script.write_text(
+        "import os, sys\n"
+        "print('loading settings', file=sys.stderr)\n"
+        "token = os.environ['API_TOKEN']\n"
+        "print(f'config file settings.toml not found (token {token})', file=sys.stderr)\n"
+        "sys.exit(3)\n"
+    )
+    agent = with_server("a", [sys.executable, str(script)], env={"API_TOKEN": secret})
+    flow = write_flow(tmp_path, [agent], [], start=["a"])
+    run_dir = tmp_path / "run"
+    code, _, err = invoke("run", str(flow), "--out", str(run_dir), "--task", "go")
+    assert code == 4 and "config file settings.toml not found (token ***)" in err, err
+    details = json.loads((run_dir / "result.json").read_text())["details"]
+    cause = "config file settings.toml not found (token ***)"
+    assert details == ["  | loading settings", f"  | {cause}"]
+    code, _, err = invoke("report", str(run_dir))
+    assert code == 0, err
+    html = page(run_dir / "report.html")
+    failure = unescape(html.split('id="failure"', 1)[1].split("</section>", 1)[0])
+    assert "server 'settings_server' exited" in failure
+    assert cause in failure and secret not in html
+
+
+def test_a_tool_calls_boxes_are_labelled(tmp_path: Path) -> None:
+    agent = with_server("a", [sys.executable, str(SERVERS_DIR / "raw_server.py")])
+    flow = write_flow(tmp_path, [agent], [], start=["a"])
+    run_dir = tmp_path / "run"
+    code, _, err = invoke("run", str(flow), "--out", str(run_dir), "--task", "go", "--report")
+    assert code == 0, err
+    html = page(run_dir / "report.html")
+    call = html.split('<details class="step tool', 1)[1].split("</details>", 1)[0]
+    boxes = re.findall(r'<div class="box-label">([^<]*)</div>\s*<pre class="([^"]*)">([^<]*)', call)
+    labelled = [(label, kind, unescape(text).split()) for label, kind, text in boxes]
+    assert labelled[0] == ("arguments", "json args", ["{", '"mode":', '"right"', "}"])
+    assert [(label, kind) for label, kind, _ in labelled[1:]] == [
+        ("result", "text"),
+        ("structured content", "json data"),
+    ]
+    assert labelled[2][2] == ["{", '"n":', "3", "}"]  # the data alone, not the raw block
 
 
 def test_subgraph_nodes_appear_by_their_path(tmp_path: Path) -> None:

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from itertools import pairwise
 
+from devall_cli.engine.graph_shape import shape_of
 from devall_cli.graphview.dot import render_dot
-from devall_cli.graphview.layout import TASK, Box, edge_label, layout
+from devall_cli.graphview.layout import OUTPUT, TASK, VOTE, Box, Layout, Route, edge_label, layout
 from devall_cli.graphview.mermaid import render_mermaid
 from devall_cli.graphview.shape import GraphShape, ShapeEdge, ShapeNode, from_dict, to_dict, walk
 from devall_cli.graphview.svg import NodeState, RunMarks, render_svg
+from devall_cli.workflow.loader import load_workflow
+from tests.conftest import REPO_ROOT
 
 
 def agent(node_id: str, graph: GraphShape | None = None) -> ShapeNode:
@@ -42,6 +46,39 @@ def overlap(a: Box, b: Box) -> bool:
     return a.x < b.x + b.w and b.x < a.x + a.w and a.y < b.y + b.h and b.y < a.y + a.h
 
 
+def drawn(route: Route) -> list[tuple[float, float]]:
+    """Points along the route as the SVG draws it: straight lines for a loop's way back,
+    otherwise curves leaving and entering each point vertically."""
+    found = []
+    for (x0, y0), (x1, y1) in pairwise(route.points):
+        for step in range(41):
+            t = step / 40
+            if route.back:
+                found.append((x0 + (x1 - x0) * t, y0 + (y1 - y0) * t))
+            else:  # the cubic curve from (x0, y0) via (x0, m) and (x1, m) to (x1, y1)
+                across, down = 3 * t * t - 2 * t**3, 1.5 * t * (1 - t) + t**3
+                found.append((x0 + (x1 - x0) * across, y0 + (y1 - y0) * down))
+    return found
+
+
+def crossed(lay: Layout) -> list[tuple[str, str]]:
+    """The (edge, node) pairs where a drawn edge runs through a node's box, in every graph."""
+    found = []
+    for route in lay.routes:
+        name = f"{route.edge.source}->{route.edge.target}" if route.edge else "mark"
+        for key, box in lay.boxes.items():
+            inside = [
+                (x, y)
+                for x, y in drawn(route)
+                if box.x + 1 < x < box.x + box.w - 1 and box.y + 1 < y < box.y + box.h - 1
+            ]
+            if inside:
+                found.append((name, key))
+    for box in lay.boxes.values():
+        found.extend(crossed(box.child) if box.child is not None else [])
+    return found
+
+
 def test_a_loop_is_drawn_with_one_edge_turned_round() -> None:
     drawn = layout(LOOP)
     back = [r for r in drawn.routes if r.back]
@@ -52,6 +89,38 @@ def test_a_loop_is_drawn_with_one_edge_turned_round() -> None:
     boxes = list(drawn.boxes.values())
     assert not any(overlap(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1 :])
     assert all(b.x >= -1e-6 and b.x + b.w <= drawn.width + 1e-6 for b in boxes)
+
+
+def test_a_loops_way_back_runs_beside_its_nodes_and_crosses_nothing() -> None:
+    workflow = load_workflow(REPO_ROOT / "workflows" / "examples" / "critic_loop.yaml")
+    for shape in (shape_of(workflow.graph), LOOP):
+        lay = layout(shape)
+        assert crossed(lay) == []
+        routes = {(r.edge.source, r.edge.target): r for r in lay.routes if r.edge}
+        back, forward = routes[("critic", "writer")], routes[("writer", "critic")]
+        assert back.back and not forward.back
+        # Straight lines, on one side of both nodes: never along the forward edge.
+        assert all(a[0] == b[0] or a[1] == b[1] for a, b in pairwise(back.points))
+        writer, critic = lay.boxes["writer"], lay.boxes["critic"]
+        lane = {x for x, _ in back.points} - {writer.x, writer.x + writer.w}
+        lane -= {critic.x, critic.x + critic.w}
+        reach = [x for x, _ in drawn(forward)]
+        assert all(x > max(reach) for x in lane) or all(x < min(reach) for x in lane)
+        assert back.label == ["keyword(none=['APPROVED'])"] or shape is LOOP
+
+
+def test_a_majority_vote_is_a_box_every_node_feeds_and_the_output_comes_from() -> None:
+    vote = GraphShape("v", (agent("a"), agent("b"), agent("c")), start=("a",), majority_vote=True)
+    assert from_dict(to_dict(vote)) == vote
+    lay = layout(vote)
+    task, ballot, output = lay.boxes[TASK], lay.boxes[VOTE], lay.boxes[OUTPUT]
+    voters = [lay.boxes[key] for key in "abc"]
+    ends = [(r.points[0], r.points[-1]) for r in lay.routes]
+    for box in voters:  # each answers the task (not only the start node) and votes
+        assert any(s[1] == task.y + task.h and e == (box.cx, box.y) for s, e in ends)
+        assert any(s == (box.cx, box.y + box.h) and e[1] == ballot.y for s, e in ends)
+    assert any(s[1] == ballot.y + ballot.h and e[1] == output.y for s, e in ends)
+    assert "majority vote" in render_svg(lay) and crossed(lay) == []
 
 
 def test_a_subgraph_is_a_box_holding_its_laid_out_graph() -> None:

@@ -12,7 +12,7 @@ from devall_cli.engine.session import RunSession
 from devall_cli.errors import RunFailedError
 from devall_cli.events import EventBus
 from devall_cli.redaction import Redactor
-from devall_cli.trace.result import ResultSink, write_result
+from devall_cli.trace.result import ResultSink, error_details, write_result
 from tests.unit.engine.builders import FakeTools, agent, edge, literal, workflow
 from tests.unit.trace.scenario import SECRET, run_secret_flow
 
@@ -92,3 +92,10 @@ async def test_write_result_replaces_the_file_atomically(tmp_path: Path) -> None
     assert json.loads(target.read_text()) == document
     assert SECRET not in target.read_text()
     assert sorted(p.name for p in target.parent.iterdir()) == ["result.json"]
+
+
+def test_an_errors_details_keep_their_last_lines_each_cut_short() -> None:
+    lines = [f"  | line {n} " + "x" * (1000 if n == 29 else 0) for n in range(30)]
+    kept = error_details(lines)
+    assert len(kept) == 20 and kept[0] == "  | line 10 " and kept[-2] == "  | line 28 "
+    assert len(kept[-1]) == 500 and kept[-1].endswith("…")
