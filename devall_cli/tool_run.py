@@ -26,10 +26,12 @@ from devall_cli.events import (
     ToolErrorEvent,
     ToolResultEvent,
 )
+from devall_cli.tools.arguments import ArgumentChecker, invalid_arguments
 from devall_cli.tools.base import AttachmentBlock, AuthCallback, Elicitor, ToolResult, ToolSpec
-from devall_cli.tools.catalog import CallOutcome, find_workflow_tool
+from devall_cli.tools.catalog import WORKFLOW_SCOPE, CallOutcome, ToolScope, find_workflow_tool
 from devall_cli.tools.manager import ToolManager
 from devall_cli.tools.normalize import blocks_to_json, render_for_model
+from devall_cli.tools.plan import tooling_type
 
 CALL_ID = "call-1"
 
@@ -42,11 +44,14 @@ async def run_tool_call(
     *,
     elicitor: Elicitor | None = None,
     on_auth: AuthCallback | None = None,
+    scope: ToolScope = WORKFLOW_SCOPE,
 ) -> CallOutcome:
     """Start the servers of the tool's node, call the tool once, and trace it all as a run.
 
-    A tool's error result is data: it is returned (the run's status is `failed`, exit 1). A
-    failure to start or reach a server raises its DevallError after `run.finished`.
+    A tool's error result is data: it is returned (the run's status is `failed`, exit 1), and so
+    are arguments that do not fit the tool's input schema (an `invalid_arguments` result; the
+    tool is not called). A failure to start or reach a server raises its DevallError after
+    `run.finished`; `scope` words the error of a tool that is not there.
     """
     emit, run_id = session.bus.emit, session.run_id
     started = time.monotonic()
@@ -63,7 +68,7 @@ async def run_tool_call(
             on_auth=on_auth,
             direct_client=True,
         ) as manager:
-            node_id, spec = await find_workflow_tool(manager, tool, node)
+            node_id, spec = await find_workflow_tool(manager, tool, node, scope)
             outcome = await _call(session, manager, node_id, spec, arguments)
     except (asyncio.CancelledError, KeyboardInterrupt):
         _finish(session, started, "interrupted", error="interrupted", code=ExitCode.INTERRUPTED)
@@ -100,7 +105,9 @@ async def _call(
     emit(ToolCallEvent(**fields, arguments=dict(arguments)))
     t0 = time.monotonic()
     try:
-        result = await manager.call(node_id, spec.name, arguments)
+        result = _refused(manager, spec, arguments) or await manager.call(
+            node_id, spec.name, arguments
+        )
     except DevallError as exc:
         took = _ms(t0)
         error_class = str(getattr(exc, "status", "") or type(exc).__name__)
@@ -132,6 +139,21 @@ async def _call(
         )
     )
     return CallOutcome(spec, node_id, result, took)
+
+
+def _refused(
+    manager: ToolManager, spec: ToolSpec, arguments: Mapping[str, Any]
+) -> ToolResult | None:
+    """The `invalid_arguments` result of arguments that do not fit an MCP tool's input schema.
+
+    The server would refuse them too, in its validator's words; checked here, the caller gets
+    one line per problem and the call is not sent. A function source checks its own arguments,
+    knowing what the schema cannot say (`**kwargs`, parameters that take None).
+    """
+    if not tooling_type(manager.plan.source(spec.source_id).tooling).is_server:
+        return None
+    problems = ArgumentChecker(spec.input_schema).problems(arguments)
+    return invalid_arguments(spec.name, problems, source="devall") if problems else None
 
 
 def _attachments(session: RunSession, node_id: str, tool: str, result: ToolResult) -> None:

@@ -132,6 +132,29 @@ def write_json_text(text: str) -> None:
     sys.stdout.flush()
 
 
+def folders_to_make(run_dir: Path) -> list[Path]:
+    """The folders of `run_dir` (itself first) that do not exist yet: what a command makes."""
+    return [folder for folder in (run_dir, *run_dir.parents) if not folder.exists()]
+
+
+def remove_run_dir(run_dir: Path, made: list[Path]) -> None:
+    """Remove the records of a run directory the command made (`made`) and kept nothing in:
+    events.jsonl, result.json, the lock and server logs, then each folder left empty. A folder
+    that was there before, or holds anything else (attachments), stays."""
+    from devall_cli.run_files import LOCK_NAME
+
+    if not made:
+        return
+    servers = run_dir / "servers"
+    logs = [*servers.glob("*.log"), *servers.glob("*.log.1")]
+    for path in [*logs, *(run_dir / name for name in ("events.jsonl", "result.json", LOCK_NAME))]:
+        with contextlib.suppress(OSError):
+            path.unlink()
+    for folder in [servers, *made]:  # deepest first; one that is not empty stays
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+
+
 def parse_vars(pairs: list[str] | None) -> dict[str, str]:
     """`--var NAME=VALUE` flags as a mapping; a malformed one is a usage error."""
     result: dict[str, str] = {}

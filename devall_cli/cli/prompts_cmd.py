@@ -9,6 +9,7 @@ import typer
 from devall_cli.cli.app import app
 from devall_cli.cli.common import EnvFileOption, JsonOption, VarOption, error_boundary, print_json
 from devall_cli.cli.resources_cmd import (
+    empty_servers,
     on_servers,
     print_blocks,
     print_listing,
@@ -27,6 +28,7 @@ from devall_cli.cli.targets import (
     WaitForLogOption,
     split_positionals,
     target_of,
+    target_scope,
     target_workflow,
 )
 
@@ -58,19 +60,21 @@ def list_command(
     """List the prompts each server offers (prompts/list), with their arguments (`*` required)."""
     from devall_cli.tools.mcp_extras import list_items
 
-    loaded = target_workflow(workflow, target_of(locals()), var, env_file)
+    target = target_of(locals())
+    loaded = target_workflow(workflow, target, var, env_file)
 
     async def work(servers: list[Any], store: Any) -> Any:
-        return await list_items(servers, "prompts")
+        listed = await list_items(servers, "prompts")
+        return listed, empty_servers(servers, listed)
 
-    listed, _ = on_servers(loaded, node, work)
+    (listed, empty), _ = on_servers(loaded, node, work, scope=target_scope(target, loaded))
     columns = [
         ("server", "server"),
         ("prompt", "name"),
         ("arguments", "arguments"),
         ("description", "description"),
     ]
-    print_listing(listed.rows, listed.missing, columns, json_output, loaded.redactor, "prompts")
+    print_listing(listed, empty, columns, json_output, loaded.redactor, "prompts")
 
 
 @prompts_app.command("get")
@@ -111,7 +115,8 @@ def get_command(
     async def work(servers: list[Any], store: Any) -> Any:
         return await get_prompt(servers, name, arguments, store)
 
-    contents, run_dir = on_servers(loaded, node, work, run_id_prefix="prompts-get")
+    scope = target_scope(target, loaded)
+    contents, run_dir = on_servers(loaded, node, work, scope=scope, run_id_prefix="prompts-get")
     blocks = blocks_to_json(contents.blocks)
     if json_output:
         messages = [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
@@ -14,8 +14,10 @@ from devall_cli.cli.common import (
     JsonOption,
     VarOption,
     error_boundary,
+    folders_to_make,
     print_json,
     print_line,
+    remove_run_dir,
     run_async,
     shown,
     stderr_console,
@@ -36,8 +38,13 @@ from devall_cli.cli.targets import (
     WaitForLogOption,
     split_positionals,
     target_of,
+    target_scope,
+    target_words,
     target_workflow,
 )
+
+if TYPE_CHECKING:
+    from devall_cli.tools.mcp_extras import Listing
 
 T = TypeVar("T")
 
@@ -52,12 +59,18 @@ def on_servers(
     node: str | None,
     work: Callable[[list[Any], Any], Awaitable[T]],
     *,
+    scope: Any,
     run_id_prefix: str | None = None,
 ) -> tuple[T, Path | None]:
-    """Start the selected servers, run `work(servers, store)`, close them; (result, run dir)."""
+    """Start the selected servers, run `work(servers, store)`, close them; (result, run dir).
+
+    `scope` words the error of an unknown `--node` (a node of the workflow, or a server).
+    """
+    from devall_cli.tools.catalog import tool_nodes
     from devall_cli.tools.mcp_extras import open_servers
     from devall_cli.tools.plan import SourceContext
 
+    tool_nodes(loaded, node, scope)  # before any server starts
     store: Any = None
     run_dir: Path | None = None
     run_id = ""
@@ -81,33 +94,42 @@ def on_servers(
         async with open_servers(loaded, node, ctx) as servers:
             return await work(servers, store)
 
-    return run_async(go()), run_dir
+    made = folders_to_make(run_dir) if run_dir is not None else []
+    try:
+        return run_async(go()), run_dir
+    finally:
+        # The run directory holds what was saved; with nothing saved it is not left behind.
+        if run_dir is not None and not (run_dir / "attachments").exists():
+            remove_run_dir(run_dir, made)
 
 
 def print_listing(
-    rows: list[dict[str, Any]],
-    missing: list[str],
+    listed: Any,
+    empty: list[str],
     columns: list[tuple[str, str]],
     json_output: bool,
     redactor: Any,
     what: str,
+    elsewhere: Callable[[str], str] = lambda server: "",
 ) -> None:
-    """A listing as a table (columns: (header, key)) or as JSON; servers without any named."""
+    """A listing as a table (columns: (header, key)) or as JSON, and a note for each server
+    with nothing to list (`empty`) instead of an empty table; `elsewhere(server)` adds what else
+    it has."""
     from rich.table import Table
 
     if json_output:
-        print_json(redactor.value(rows))
-    else:
+        print_json(redactor.value(listed.rows))
+    elif listed.rows:
         table = Table(*(header for header, _ in columns))
-        for row in rows:
+        for row in listed.rows:
             cells = [_cell(row.get(key), redactor) for _, key in columns]
             table.add_row(*(shown(cell) for cell in cells))
         stdout_console().print(table)
     console = stderr_console()
-    for server in missing:
+    for server in listed.missing:
         print_line(console, f"devall: note: server '{server}' does not offer {what}")
-    if not rows:
-        print_line(console, f"devall: no {what} found")
+    for server in empty:
+        print_line(console, f"devall: note: server '{server}' lists no {what}{elsewhere(server)}")
 
 
 def _cell(value: Any, redactor: Any) -> str:
@@ -188,26 +210,65 @@ def templates_command(
     _listing(locals(), "templates")
 
 
-def _listing(options: dict[str, Any], what: str) -> None:
-    from devall_cli.tools.mcp_extras import list_items
-
-    loaded = target_workflow(
-        options["workflow"], target_of(options), options["var"], options["env_file"]
-    )
+def _listing(options: dict[str, Any], what: Listing) -> None:
+    target = target_of(options)
+    loaded = target_workflow(options["workflow"], target, options["var"], options["env_file"])
+    other: Listing = "templates" if what == "resources" else "resources"
 
     async def work(servers: list[Any], store: Any) -> Any:
-        return await list_items(servers, what)  # type: ignore[arg-type]
+        return await _list_with_counts(servers, what, other)
 
-    listed, _ = on_servers(loaded, options["node"], work)
+    (listed, empty, counts), _ = on_servers(
+        loaded, options["node"], work, scope=target_scope(target, loaded)
+    )
     if what == "resources":
         columns = [("server", "server"), ("uri", "uri"), ("name", "name")]
     else:
         columns = [("server", "server"), ("uri template", "uriTemplate"), ("name", "name")]
     columns += [("mime type", "mimeType"), ("description", "description")]
-    label = "resources" if what == "resources" else "resource templates"
-    print_listing(
-        listed.rows, listed.missing, columns, options["json_output"], loaded.redactor, label
-    )
+    words = loaded.redactor.text(target_words(options["workflow"], target, options["node"]))
+    other_label = _LABELS[other]
+
+    def elsewhere(server: str) -> str:
+        count = counts.get(server, 0)
+        if not count:
+            return ""
+        return f" ({other_label}: {count}; see: devall resources {other} {words})"
+
+    json_output = options["json_output"]
+    print_listing(listed, empty, columns, json_output, loaded.redactor, _LABELS[what], elsewhere)
+
+
+_LABELS = {"resources": "resources", "templates": "resource templates"}
+
+
+def empty_servers(servers: list[Any], listed: Any) -> list[str]:
+    """The ids of the servers that offer the kind listed but list none of it."""
+    listing = {row["server"] for row in listed.rows}
+    return [
+        s.plan.id for s in servers if s.plan.id not in listing and s.plan.id not in listed.missing
+    ]
+
+
+async def _list_with_counts(
+    servers: list[Any], what: Listing, other: Listing
+) -> tuple[Any, list[str], dict[str, int]]:
+    """The listing, the servers that list nothing, and how many of `other` each of them has."""
+    from devall_cli.errors import DevallError
+    from devall_cli.tools.mcp_extras import list_items
+
+    listed = await list_items(servers, what)
+    empty = empty_servers(servers, listed)
+    if not empty:
+        return listed, empty, {}
+    try:
+        others = await list_items([s for s in servers if s.plan.id in empty], other)
+    except DevallError:  # only a hint: a server refusing it costs the hint, not the listing
+        return listed, empty, {}
+    counts: dict[str, int] = {}
+    for row in others.rows:
+        counts[row["server"]] = counts.get(row["server"], 0) + 1
+    return listed, empty, counts
 
 
 @resources_app.command("read")
@@ -243,7 +304,8 @@ def read_command(
     async def work(servers: list[Any], store: Any) -> Any:
         return await read_resource(servers, uri, store)
 
-    contents, run_dir = on_servers(loaded, node, work, run_id_prefix="resources-read")
+    scope = target_scope(target, loaded)
+    contents, run_dir = on_servers(loaded, node, work, scope=scope, run_id_prefix="resources-read")
     blocks = blocks_to_json(contents.blocks)
     if json_output:
         document = {"uri": uri, "server": contents.server, "contents": blocks}

@@ -74,7 +74,7 @@ StartupTimeoutOption = Annotated[
         "--startup-timeout",
         min=0.1,
         metavar="SECONDS",
-        help="Startup bound for --command (default 10).",
+        help="Startup bound for --command (default 10; 60 for npx, uvx and other fetchers).",
         rich_help_panel=PANEL,
     ),
 ]
@@ -160,6 +160,41 @@ def target_workflow(
     loaded = adhoc_workflow(target, environ=environ, values=values)
     STATE.mask = loaded.redactor.text
     return loaded
+
+
+def target_scope(target: Any, loaded: Any) -> Any:
+    """How messages name the target's tools: in the workflow, or on the servers given ad hoc."""
+    from devall_cli.tools.catalog import WORKFLOW_SCOPE, ToolScope
+
+    if not target.given:
+        return WORKFLOW_SCOPE
+    servers = [node.id for node in loaded.graph.nodes]
+    if target.mcp_config is not None:
+        option, place = "--mcp-config", f"in {target.mcp_config}"
+    else:
+        option, place = ("--url" if target.url is not None else "--command"), "on the command line"
+    return ToolScope(
+        tools_place=f"on server '{servers[0]}'" if len(servers) == 1 else f"on the servers {place}",
+        nodes_place=place,
+        node_word="server",
+        list_hint=f"'devall tools list' with the same {option} shows every tool",
+    )
+
+
+def target_words(workflow: str | None, target: Any, node: str | None = None) -> str:
+    """The target as it is written on a command line: `wf.yaml`, `--url URL`, ... (quoted)."""
+    import shlex
+
+    if target.url is not None:
+        words = ["--url", target.url]
+    elif target.command is not None:
+        words = ["--command", target.command]
+    elif target.mcp_config is not None:
+        words = ["--mcp-config", str(target.mcp_config)]
+    else:
+        words = [str(workflow)]
+    words += ["--node", node] if node is not None else []
+    return shlex.join(words)
 
 
 def split_positionals(

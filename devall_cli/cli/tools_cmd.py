@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -16,8 +18,10 @@ from devall_cli.cli.common import (
     JsonOption,
     VarOption,
     error_boundary,
+    folders_to_make,
     print_json,
     print_line,
+    remove_run_dir,
     run_async,
     shown,
     stderr_console,
@@ -38,9 +42,10 @@ from devall_cli.cli.targets import (
     WaitForLogOption,
     split_positionals,
     target_of,
+    target_scope,
     target_workflow,
 )
-from devall_cli.errors import ExitCode
+from devall_cli.errors import ExitCode, UsageError
 from devall_cli.text import clean_value, visible
 
 tools_app = typer.Typer(
@@ -54,13 +59,6 @@ NodeOption = Annotated[
         "--node", metavar="ID", help="Only this node's tools.", autocompletion=complete_node
     ),
 ]
-
-
-def _parameters(schema: Any) -> str:
-    """`a*, b, c*`: parameter names, `*` marking the required ones."""
-    props = schema.get("properties", {}) if isinstance(schema, dict) else {}
-    required = set(schema.get("required", [])) if isinstance(schema, dict) else set()
-    return ", ".join(f"{name}{'*' if name in required else ''}" for name in props)
 
 
 @tools_app.command("list")
@@ -88,11 +86,13 @@ def list_command(
 
     Starts the workflow's MCP servers (local ones as subprocesses) to ask them for their tools.
     """
+    from devall_cli.cli.tool_table import tools_table
     from devall_cli.tools.catalog import list_workflow_tools
     from devall_cli.tools.manager import ToolManager
 
     target = target_of(locals())
     loaded = target_workflow(workflow, target, var, env_file)
+    scope = target_scope(target, loaded)
     redactor = loaded.redactor
 
     async def go() -> list[Any]:
@@ -104,7 +104,7 @@ def list_command(
             stop_at_once=True,
             direct_client=True,
         ) as manager:
-            return await list_workflow_tools(manager, node)
+            return await list_workflow_tools(manager, node, scope)
 
     rows = run_async(go())
     if json_output:
@@ -123,6 +123,8 @@ def list_command(
                         "annotations": dict(r.annotations) if r.annotations else None,
                         "output_schema": dict(r.output_schema) if r.output_schema else None,
                         "roots": list(r.roots),
+                        "_meta": dict(r.meta) if r.meta is not None else None,
+                        "execution": dict(r.execution) if r.execution is not None else None,
                     }
                     for r in rows
                 ]
@@ -130,38 +132,16 @@ def list_command(
         )
         return
     out = stdout_console()
-    out.print(_tools_table(rows, redactor))
+    if rows:
+        out.print(tools_table(rows, redactor))
     if schema:
         for r in rows:
-            out.print(shown(f"\n{r.name}:"))
+            out.print()
+            out.print(shown(f"{r.name}:"))
             # ensure_ascii: every control character comes out as a JSON escape.
             out.print(Text(json.dumps(redactor.value(dict(r.input_schema)), indent=2)))
     if not rows:
         print_line(stderr_console(), "devall: no tools found")
-
-
-def _tools_table(rows: list[Any], redactor: Any) -> Any:
-    """The table of `tools list`; a `roots` column when a server is offered roots."""
-    from rich.table import Table  # imported when used: every command's start-up pays for it
-
-    with_roots = any(r.roots for r in rows)  # only roots the user configured: none by default
-    columns = ["tool", "node(s)", "source", "server", "description", "parameters"]
-    table = Table(*columns, *(["roots"] if with_roots else []))
-    for r in rows:
-        # Masked whole, then cut to its first line: a cut secret would leak its start.
-        first_line = redactor.text(r.description or "").strip().splitlines()[:1]
-        cells = [
-            shown(r.name),
-            shown(", ".join(r.nodes)),
-            shown(r.source),
-            shown(redactor.text(r.server)),
-            shown(first_line[0] if first_line else ""),
-            shown(redactor.text(_parameters(r.input_schema))),
-        ]
-        if with_roots:
-            cells.append(shown(redactor.text(", ".join(r.roots))))
-        table.add_row(*cells)
-    return table
 
 
 @tools_app.command("call")
@@ -204,28 +184,54 @@ def call_command(
     from devall_cli.engine.session import RunSession
     from devall_cli.run_files import new_run_id
     from devall_cli.tool_run import run_tool_call
-    from devall_cli.tools.catalog import default_run_dir
-    from devall_cli.tools.normalize import blocks_to_json
+    from devall_cli.tools.arguments import InvalidArgumentsResult
+    from devall_cli.tools.catalog import default_run_dir, tool_nodes
 
     arguments = _parse_args(args)
     target = target_of(locals())
     workflow, tool = split_positionals(workflow, tool, target, "TOOL")
     loaded = target_workflow(workflow, target, var, env_file)
-    redactor = loaded.redactor
+    scope = target_scope(target, loaded)
+    tool_nodes(loaded, node, scope)  # an unknown --node: before any server or file
     run_id = new_run_id("tools-call")
     run_dir = out if out is not None else default_run_dir(run_id)
     session = RunSession(loaded, run_id=run_id, run_dir=run_dir)
     elicitor = terminal_elicitor(loaded.redactor)
-    with session.held(), run_records(session) as records:
+    with _removed_after_usage_error(run_dir), session.held(), run_records(session) as records:
         try:
             outcome = run_async(
                 run_tool_call(
-                    session, tool, arguments, node, elicitor=elicitor, on_auth=print_auth_notice
+                    session,
+                    tool,
+                    arguments,
+                    node,
+                    elicitor=elicitor,
+                    on_auth=print_auth_notice,
+                    scope=scope,
                 )
             )
+        except UsageError:
+            raise  # no call was made: nothing to keep
         except BaseException:
             print_run_files(run_dir)  # the records of the failure are there too
             raise
+    _report(tool, outcome, run_dir, loaded.redactor, json_output)
+    print_run_files(run_dir)
+    records.raise_failures()
+    result = outcome.result
+    if isinstance(result, InvalidArgumentsResult) and not json_output:
+        _report_refused(tool, result.problems, outcome.spec.input_schema, loaded.redactor)
+    elif result.is_error and not json_output:
+        print_line(stderr_console(), f"devall: error: tool '{tool}' returned an error")
+    if result.is_error:
+        raise typer.Exit(int(ExitCode.FAILED))
+
+
+def _report(tool: str, outcome: Any, run_dir: Path, redactor: Any, json_output: bool) -> None:
+    """The product: the result's blocks, or its JSON document."""
+    from devall_cli.tools.arguments import InvalidArgumentsResult
+    from devall_cli.tools.normalize import blocks_to_json
+
     result = outcome.result
     # Attachment paths as the caller can open them: from the current directory.
     blocks = [_from_cwd(block, run_dir) for block in blocks_to_json(result.blocks)]
@@ -242,14 +248,34 @@ def call_command(
                 }
             )
         )
-    else:
+    elif not isinstance(result, InvalidArgumentsResult):  # its problems are told as errors
         _print_blocks(blocks, redactor, to_stderr=result.is_error)
-    print_run_files(run_dir)
-    records.raise_failures()
-    if result.is_error:
-        if not json_output:
-            print_line(stderr_console(), f"devall: error: tool '{tool}' returned an error")
-        raise typer.Exit(int(ExitCode.FAILED))
+
+
+def _report_refused(
+    tool: str, problems: Sequence[str], schema: Mapping[str, Any], redactor: Any
+) -> None:
+    """One error line per problem of the arguments, and the tool's parameters as the hint."""
+    from devall_cli.tools.arguments import describe_parameters
+
+    console = stderr_console()
+    for problem in problems:
+        print_line(console, f"devall: error: {redactor.text(problem)}")
+    parameters = redactor.text(describe_parameters(schema))
+    hint = f"'{tool}' was not called; its parameters (* = required): {parameters}"
+    print_line(console, f"  hint: {hint}")
+
+
+@contextlib.contextmanager
+def _removed_after_usage_error(run_dir: Path) -> Iterator[None]:
+    """Remove the run directory (and the folders made for it) when the command ends in a usage
+    error: no tool was called, so its records hold nothing to keep."""
+    made = folders_to_make(run_dir)
+    try:
+        yield
+    except UsageError:
+        remove_run_dir(run_dir, made)
+        raise
 
 
 def _from_cwd(block: dict[str, Any], run_dir: Path) -> dict[str, Any]:

@@ -39,6 +39,8 @@ class ToolSpec:
     title: str | None = None
     annotations: Mapping[str, Any] | None = None
     output_schema: Mapping[str, Any] | None = None
+    meta: Mapping[str, Any] = EMPTY  # the listed tool's `_meta`
+    task_support: str | None = None  # `execution.taskSupport`: forbidden | optional | None
 
 
 # --- result blocks (SPEC.md §6) ------------------------------------------------------------

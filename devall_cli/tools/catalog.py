@@ -9,9 +9,22 @@ from typing import Any
 
 from devall_cli.config.model import Workflow, node_tooling, walk_nodes
 from devall_cli.errors import UsageError
-from devall_cli.tools.base import ToolResult, ToolSpec
+from devall_cli.tools.base import RawTool, ToolResult, ToolSpec
 from devall_cli.tools.manager import ToolManager
 from devall_cli.tools.plan import offered_roots
+
+
+@dataclass(frozen=True)
+class ToolScope:
+    """How messages name where the tools come from: a workflow, or servers on the command line."""
+
+    tools_place: str = "in the workflow"  # no tool 'x' in the workflow
+    nodes_place: str = "in the workflow"  # no node 'x' in the workflow
+    node_word: str = "node"  # `server` when each node stands for a server given ad hoc
+    list_hint: str = "'devall tools list WORKFLOW' shows every tool with its node"
+
+
+WORKFLOW_SCOPE = ToolScope()
 
 
 @dataclass(frozen=True)
@@ -29,6 +42,9 @@ class ListedTool:
     annotations: Mapping[str, Any] | None = None
     output_schema: Mapping[str, Any] | None = None
     roots: tuple[str, ...] = ()  # the roots offered to its server (`file://` URIs)
+    server_id: str = ""  # the id the server is shown by (`mcp_server`, `127.0.0.1:8001`)
+    meta: Mapping[str, Any] | None = None  # the `_meta` its server lists it with
+    execution: Mapping[str, Any] | None = None  # `{"taskSupport": ...}`, as listed
 
 
 @dataclass(frozen=True)
@@ -41,20 +57,25 @@ class CallOutcome:
     duration_ms: float
 
 
-def tool_nodes(workflow: Workflow, node: str | None) -> list[str]:
+def tool_nodes(
+    workflow: Workflow, node: str | None, scope: ToolScope = WORKFLOW_SCOPE
+) -> list[str]:
     """Paths of the nodes with tooling (subgraphs included), or just `node`, which must exist."""
     paths = {path: n for path, n in walk_nodes(workflow.graph)}
     if node is not None:
         if node not in paths:
             known = ", ".join(paths)
-            raise UsageError(f"no node '{node}' in the workflow (nodes: {known})")
+            word = scope.node_word
+            raise UsageError(f"no {word} '{node}' {scope.nodes_place} ({word}s: {known})")
         return [node]
     return [path for path, n in paths.items() if node_tooling(n)]
 
 
-async def list_workflow_tools(manager: ToolManager, node: str | None = None) -> list[ListedTool]:
+async def list_workflow_tools(
+    manager: ToolManager, node: str | None = None, scope: ToolScope = WORKFLOW_SCOPE
+) -> list[ListedTool]:
     """Every tool each selected node will be offered, merged across nodes that share it."""
-    nodes = tool_nodes(manager.workflow, node)
+    nodes = tool_nodes(manager.workflow, node, scope)
     await manager.start(nodes)
     rows: dict[tuple[str, str, str], ListedTool] = {}
     for node_id in nodes:
@@ -62,43 +83,74 @@ async def list_workflow_tools(manager: ToolManager, node: str | None = None) -> 
             key = (spec.name, spec.source_id, spec.original_name)
             row = rows.get(key)
             if row is None:
-                rows[key] = ListedTool(
-                    spec.name,
-                    spec.original_name,
-                    (node_id,),
-                    spec.source,
-                    spec.server,
-                    spec.description,
-                    spec.input_schema,
-                    spec.title,
-                    spec.annotations,
-                    spec.output_schema,
-                    offered_roots(manager.plan.source(spec.source_id)),
-                )
+                rows[key] = _listed(manager, spec, node_id)
             else:
                 rows[key] = ListedTool(**{**row.__dict__, "nodes": (*row.nodes, node_id)})
     return list(rows.values())
 
 
+def _listed(manager: ToolManager, spec: ToolSpec, node_id: str) -> ListedTool:
+    plan = manager.plan.source(spec.source_id)
+    from_server = spec.source != "function"  # a function's `_meta` is devall's own bookkeeping
+    return ListedTool(
+        spec.name,
+        spec.original_name,
+        (node_id,),
+        spec.source,
+        spec.server,
+        spec.description,
+        spec.input_schema,
+        spec.title,
+        spec.annotations,
+        spec.output_schema,
+        offered_roots(plan),
+        server_id=plan.id,
+        meta=dict(spec.meta) if spec.meta and from_server else None,
+        execution={"taskSupport": spec.task_support} if spec.task_support else None,
+    )
+
+
 async def find_workflow_tool(
-    manager: ToolManager, tool: str, node: str | None = None
+    manager: ToolManager, tool: str, node: str | None = None, scope: ToolScope = WORKFLOW_SCOPE
 ) -> tuple[str, ToolSpec]:
     """(node path, spec) of the tool a node offers under this final name; starts its servers."""
-    nodes = tool_nodes(manager.workflow, node)
+    nodes = tool_nodes(manager.workflow, node, scope)
     await manager.start(nodes)
     matches: list[tuple[str, ToolSpec]] = []
     for node_id in nodes:
         matches += [(node_id, s) for s in await manager.specs_for(node_id) if s.name == tool]
     if not matches:
+        task_server = await _task_only_server(manager, nodes, tool)
+        if task_server is not None:
+            raise UsageError(
+                f"tool '{tool}' is on server '{task_server}', but it can only be called as an "
+                "MCP task (execution.taskSupport: required), which devall does not run yet",
+                hint=scope.list_hint,
+            )
         names = sorted({s.name for n in nodes for s in await manager.specs_for(n)})
         raise UsageError(
-            f"no tool '{tool}' in the workflow (tools: {', '.join(names)})",
-            hint="'devall tools list WORKFLOW' shows every tool with its node",
+            f"no tool '{tool}' {scope.tools_place} (tools: {', '.join(names) or 'none'})",
+            hint=scope.list_hint,
         )
     if len({(s.source_id, s.original_name) for _, s in matches}) > 1:
         owners = ", ".join(n for n, _ in matches)
-        raise UsageError(f"tool '{tool}' differs between nodes {owners}; choose one with --node")
+        raise UsageError(
+            f"tool '{tool}' differs between {scope.node_word}s {owners}; choose one with --node"
+        )
     return matches[0]
+
+
+async def _task_only_server(manager: ToolManager, nodes: list[str], tool: str) -> str | None:
+    """The id of the server of `nodes` that lists `tool` as a task-only tool (not offered)."""
+    for node_id in nodes:
+        for index, tooling in enumerate(manager.plan.tooling.get(node_id, ())):
+            source_id = manager.plan.entries[(node_id, index)]
+            listed: list[RawTool] = await manager.list_source(source_id)
+            for raw in listed:
+                named = tool in (raw.name, tooling.final_name(raw.name))
+                if named and raw.task_support == "required":
+                    return source_id
+    return None
 
 
 def default_run_dir(run_id: str) -> Path:

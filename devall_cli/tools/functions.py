@@ -40,7 +40,7 @@ from devall_cli.config.functions import (
 from devall_cli.config.model import EMPTY
 from devall_cli.errors import ConfigError
 from devall_cli.run_files import CODE_WORKSPACE
-from devall_cli.tools.arguments import ArgumentChecker
+from devall_cli.tools.arguments import ArgumentChecker, invalid_arguments
 from devall_cli.tools.attachments import AttachmentStore
 from devall_cli.tools.base import (
     CallContext,
@@ -263,9 +263,9 @@ class FunctionSource:
         await self._import([info])
         target = self._callables[name]
         prepared = self._prepare(target, arguments)
-        if isinstance(prepared, str):
-            message = f"invalid arguments for '{name}': {prepared}"
-            return self._error(name, message, "invalid_arguments", started)
+        if isinstance(prepared, list):
+            took = _elapsed_ms(started)
+            return invalid_arguments(name, prepared, source="function", duration_ms=took)
         args, kwargs = prepared
         timeout = self.config.timeout if self.config.timeout > 0 else None
         try:
@@ -279,16 +279,16 @@ class FunctionSource:
 
     def _prepare(
         self, target: _Callable, arguments: Mapping[str, Any]
-    ) -> tuple[list[Any], dict[str, Any]] | str:
+    ) -> tuple[list[Any], dict[str, Any]] | list[str]:
         """The call's positional and keyword arguments, or what is wrong with them."""
         arguments = {k: v for k, v in arguments.items() if k != CONTEXT_PARAM}
         problems = target.checker.problems(arguments)
         if problems:
-            return "; ".join(problems)
+            return problems
         try:
             return self._arguments(target, arguments)
         except (TypeError, ValueError) as exc:
-            return str(exc)
+            return [str(exc)]
 
     def _arguments(
         self, target: _Callable, arguments: Mapping[str, Any]

@@ -10,7 +10,9 @@ import pytest
 
 from tests.cli.mcp_targets import RESOURCES_SERVER, local_command
 from tests.helpers import cli
-from tests.servers.serve import ServerProcess
+from tests.servers.serve import SERVERS_DIR, ServerProcess
+
+RAW = SERVERS_DIR / "raw_server.py"
 
 
 @pytest.fixture(scope="module")
@@ -25,6 +27,7 @@ def test_tools_list_and_call_on_a_command_name_the_server_by_its_script() -> Non
     (row,) = json.loads(listed.stdout)
     assert row["name"] == "ping" and row["nodes"] == ["resources_server"]
     assert row["source"] == "mcp_local"
+    assert "fastmcp" in row["_meta"] and row["execution"] is None  # as the server lists it
     called = cli(
         "tools", "call", "--command", local_command(), "ping", "--env", "RES_MARKER=-from-env"
     )
@@ -61,6 +64,24 @@ def test_tools_on_a_url_with_headers(remote: ServerProcess) -> None:
     listed = cli("tools", "list", "--url", remote.url, "--json")
     assert listed.returncode == 0, listed.stderr
     assert json.loads(listed.stdout)[0]["nodes"] == [f"127.0.0.1:{remote.port}"]
+
+
+def test_errors_of_an_ad_hoc_target_speak_of_its_server_not_of_a_workflow() -> None:
+    command = f"{sys.executable} {RAW} --fixture --task-only"
+    task = cli("tools", "call", "--command", command, "research")
+    assert task.returncode == 2, task.stderr
+    assert (
+        "devall: error: tool 'research' is on server 'raw_server', but it can only be called "
+        "as an MCP task (execution.taskSupport: required), which devall does not run yet"
+    ) in task.stderr
+    missing = cli("tools", "call", "--command", command, "nope")
+    assert missing.returncode == 2
+    assert "devall: error: no tool 'nope' on server 'raw_server' (tools: add," in missing.stderr
+    assert "hint: 'devall tools list' with the same --command shows every tool" in missing.stderr
+    node = cli("resources", "list", "--command", command, "--node", "zz")
+    assert node.returncode == 2
+    assert "no server 'zz' on the command line (servers: raw_server)" in node.stderr
+    assert "workflow" not in task.stderr + missing.stderr + node.stderr
 
 
 @pytest.mark.parametrize(

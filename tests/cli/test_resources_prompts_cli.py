@@ -78,6 +78,20 @@ def test_resources_over_stdio_ad_hoc(tmp_path: Path, remote: ServerProcess) -> N
     assert missing.returncode == 1 and "memo://nope" in missing.stderr
 
 
+def test_a_server_without_resources_says_so_and_leaves_no_run_directory() -> None:
+    command = local_command(RESOURCES_SERVER, "--no-resources")
+    listed = cli("resources", "list", "--command", command)
+    assert (listed.returncode, listed.stdout) == (0, ""), listed.stderr
+    assert listed.stderr == (
+        "devall: note: server 'resources_server' lists no resources (resource templates: 1; "
+        f"see: devall resources templates --command '{command}')\n"
+    )
+    # A read that saves nothing leaves no run directory (its server log was all it held).
+    read = cli("resources", "read", "--command", command, "memo://notes/a")
+    assert (read.returncode, read.stdout) == (0, "note a\n"), read.stderr
+    assert not Path("logs").exists()
+
+
 def test_resources_of_a_workflow_by_node_over_http(tmp_path: Path, remote: ServerProcess) -> None:
     wf = str(two_servers(tmp_path, remote.url))
     drop = ("BASE_URL", "API_KEY")

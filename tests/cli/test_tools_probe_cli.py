@@ -12,7 +12,7 @@ from xml.etree import ElementTree
 
 import pytest
 
-from tests.helpers import invoke
+from tests.helpers import devall, events, invoke
 from tests.servers.serve import SERVERS_DIR, ServerProcess, free_port, live_children
 
 NEVER_READY = SERVERS_DIR / "never_ready_server.py"
@@ -20,6 +20,7 @@ NEVER_READY = SERVERS_DIR / "never_ready_server.py"
 
 # The stdlib server with its fixture tools: what these tests probe and call is devall.
 RAW = SERVERS_DIR / "raw_server.py"
+SHAPED_DESCRIPTION = "Returns structured content as asked."
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +76,10 @@ def test_tools_list_table_and_json(tmp_path: Path, remote: ServerProcess) -> Non
     wf = write(tmp_path, remote_tooling("web", remote.url) + local_tooling("loc"))
     code, out, err = invoke("tools", "list", str(wf))
     assert code == 0, err
-    assert "web_echo" in out and "loc_add" in out and "mcp_remote" in out and "mcp_local" in out
+    assert "web_echo" in out and "loc_add" in out
+    # Each server is named once, on its heading line, with the node all its tools go to.
+    assert out.count("mcp_remote") == 1 and out.count("mcp_local") == 1
+    assert f"web · mcp_remote · {remote.url} · node: a\n" in out
     assert "s3cr3t-token-value" not in out + err
     code, out, err = invoke("tools", "list", str(wf), "--json")
     assert code == 0, err
@@ -94,9 +98,12 @@ def test_tools_list_table_and_json(tmp_path: Path, remote: ServerProcess) -> Non
         "annotations",
         "output_schema",
         "roots",
+        "_meta",
+        "execution",
     }
     assert add["input_schema"]["required"] == ["a", "b"]
     assert add["roots"] == []  # none unless configured
+    assert add["_meta"] is None and add["execution"] is None  # the server lists neither
 
 
 def test_tools_list_schema_flag(tmp_path: Path) -> None:
@@ -104,6 +111,7 @@ def test_tools_list_schema_flag(tmp_path: Path) -> None:
     code, out, _ = invoke("tools", "list", str(wf), "--schema")
     assert code == 0
     assert '"properties"' in out and "a*, b*" in out
+    assert "\nloc_add:\n{\n" in out and "\\x0a" not in out  # a blank line, not an escape
 
 
 def test_tools_call_text_image_and_error(tmp_path: Path) -> None:
@@ -122,12 +130,47 @@ def test_tools_call_text_image_and_error(tmp_path: Path) -> None:
     assert code == 1 and "boom" in err
 
 
+def test_tools_list_names_each_server_once_and_fits_100_columns() -> None:
+    command = f"{sys.executable} {RAW} --pages 5"
+    done = devall("tools", "list", "--command", command, env={"COLUMNS": "100"})
+    assert done.returncode == 0, done.stderr
+    heading, *table = done.stdout.splitlines()
+    assert heading == f"raw_server · mcp_local · {command} · node: raw_server"  # whole
+    assert table[0].split() == ["tool", "parameters", "description"]
+    # The header, its rule, then one line per tool, each description whole.
+    assert len(table) == 2 + 6 and all(len(line) <= 100 for line in table)
+    shaped = table[3].split()
+    assert shaped[:2] == ["shaped", "mode"] and " ".join(shaped[2:]) == SHAPED_DESCRIPTION
+
+
 def test_tools_call_usage_errors(tmp_path: Path) -> None:
     wf = write(tmp_path, local_tooling("loc"))
     code, _, err = invoke("tools", "call", str(wf), "loc_add", "--args", "{not json")
     assert code == 2 and "--args" in err
     code, _, err = invoke("tools", "call", str(wf), "nope")
     assert code == 2 and "no tool 'nope'" in err and "loc_add" in err
+    code, _, err = invoke("tools", "call", str(wf), "nope", "--out", "x/run")
+    assert code == 2 and "run files" not in err
+    code, _, err = invoke("tools", "call", str(wf), "loc_add", "--node", "b")
+    assert code == 2 and "no node 'b' in the workflow (nodes: a)" in err
+    # Nothing was called: no run directory is left behind, not even an empty logs/.
+    assert not Path("logs").exists() and not Path("x").exists()
+
+
+def test_tools_call_checks_an_mcp_tools_arguments_before_sending_them(tmp_path: Path) -> None:
+    wf = write(tmp_path, local_tooling("loc"))
+    code, out, err = invoke(
+        "tools", "call", str(wf), "loc_add", "--args", '{"a": "x"}', "--out", "run"
+    )
+    assert (code, out) == (1, ""), err
+    assert err.splitlines()[1:] == [
+        "devall: error: 'a' must be an integer, got \"x\"",
+        "devall: error: missing required argument 'b' (an integer)",
+        "  hint: 'loc_add' was not called; its parameters (* = required): "
+        "a* (an integer), b* (an integer)",
+    ]
+    (result,) = events(Path("run"), "tool.result")
+    assert result["error_class"] == "invalid_arguments"
 
 
 def test_probe_mixed_servers_concurrently(tmp_path: Path, remote: ServerProcess) -> None:
@@ -179,6 +222,8 @@ def test_probe_mixed_servers_concurrently(tmp_path: Path, remote: ServerProcess)
         "log_tail",
         "hint",
         "roots",
+        "task_only",
+        "client",
     }
     for row in doc["servers"]:
         assert set(row) == keys

@@ -4,7 +4,8 @@
     python resources_server.py --transport http --port 0  # streamable HTTP on a free port
 
 Over HTTP the server binds its socket first and then writes `resources server ready on port N`
-to stderr. With `--marker TEXT` (default: $RES_MARKER) every text it serves ends with TEXT.
+to stderr. With `--marker TEXT` (default: $RES_MARKER) every text it serves ends with TEXT; with
+`--no-resources` it lists its resource template but no resources.
 """
 
 from __future__ import annotations
@@ -79,8 +80,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--marker", default=os.environ.get("RES_MARKER", ""))
+    parser.add_argument("--no-resources", action="store_true")
     args = parser.parse_args(argv)
     MARKER["text"] = args.marker
+    if args.no_resources:
+        mcp.disable(components={"resource"})
     serve(mcp, args.transport, args.host, args.port, "resources server")
 
 

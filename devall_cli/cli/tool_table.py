@@ -1,0 +1,94 @@
+"""The table of `devall tools list`: the tools grouped by server, each server named once.
+
+Each server gets a heading line (its id, source kind, URL or command line in full, and the nodes
+and roots that all its tools share), then a table of its tools: name, parameters (`*` marks the
+required ones) and description, wrapped to the terminal. A `node(s)` column appears only for a
+server whose tools go to different nodes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.padding import Padding
+from rich.table import Table
+from rich.text import Text
+
+from devall_cli.cli.common import shown
+from devall_cli.tools.catalog import ListedTool
+
+DESCRIPTION_CHARS = 160  # of a description's first paragraph; `--json` has all of it
+TOOL_WIDTH = 30  # at most, for the tool column; longer names fold
+PARAMETERS_WIDTH = 24
+INDENT = 2
+
+
+def tools_table(rows: Sequence[ListedTool], redactor: Any) -> RenderableType:
+    """Every server's heading and table of tools, in the order the tools were listed."""
+    groups: dict[tuple[str, str], list[ListedTool]] = {}
+    for row in rows:
+        groups.setdefault((row.server_id, row.server), []).append(row)
+    return Group(*(_server_block(tools, redactor) for tools in groups.values()))
+
+
+def parameters(schema: Any) -> str:
+    """`a*, b, c*`: parameter names, `*` marking the required ones."""
+    props = schema.get("properties") if isinstance(schema, Mapping) else None
+    required = schema.get("required") if isinstance(schema, Mapping) else None
+    needed = set(required) if isinstance(required, list) else set()
+    if not isinstance(props, Mapping):
+        return ""
+    return ", ".join(f"{name}{'*' if name in needed else ''}" for name in props)
+
+
+def summary(description: str, redactor: Any) -> str:
+    """The description's first paragraph on one line, masked, then cut to DESCRIPTION_CHARS."""
+    # Masked whole, then cut: a cut secret would leak its start.
+    text = redactor.text(description or "").strip()
+    paragraph = " ".join(text.split("\n\n", 1)[0].split())
+    if len(paragraph) <= DESCRIPTION_CHARS:
+        return paragraph
+    cut = paragraph[: DESCRIPTION_CHARS - 1].rsplit(" ", 1)[0]
+    return cut + "…"
+
+
+def _server_block(tools: list[ListedTool], redactor: Any) -> RenderableType:
+    first = tools[0]
+    node_sets = {tool.nodes for tool in tools}
+    shared_nodes = node_sets.pop() if len(node_sets) == 1 else None
+    heading = [first.server_id, first.source, redactor.text(first.server)]
+    if shared_nodes is not None:
+        word = "node" if len(shared_nodes) == 1 else "nodes"
+        heading.append(f"{word}: {', '.join(shared_nodes)}")
+    if first.roots:
+        heading.append(f"roots: {redactor.text(', '.join(first.roots))}")
+    cells = [
+        [
+            tool.name,
+            *([] if shared_nodes is not None else [", ".join(tool.nodes)]),
+            redactor.text(parameters(tool.input_schema)),
+            summary(tool.description, redactor),
+        ]
+        for tool in tools
+    ]
+    header = ["tool", *([] if shared_nodes is not None else ["node(s)"]), "parameters"]
+    table = _table([*header, "description"], cells)
+    return Group(shown(" · ".join(heading)), Padding(table, (0, 0, 0, INDENT), expand=False))
+
+
+def _table(header: list[str], cells: list[list[str]]) -> Table:
+    """A table of plain cells; every column but the last as narrow as its cells allow."""
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1))
+    limits = [TOOL_WIDTH, *([TOOL_WIDTH] * (len(header) - 3)), PARAMETERS_WIDTH]
+    for index, title in enumerate(header):
+        if index == len(header) - 1:
+            table.add_column(Text(title), min_width=20, overflow="fold")
+            continue
+        longest = max([len(title), *(len(row[index]) for row in cells)])
+        table.add_column(Text(title), width=min(longest, limits[index]), overflow="fold")
+    for row in cells:
+        table.add_row(*(shown(cell) for cell in row))
+    return table
