@@ -6,46 +6,27 @@ from __future__ import annotations
 import json
 import os
 import sys
-import textwrap
 from pathlib import Path
+from typing import Any
 from xml.etree import ElementTree
 
+from tests.cli.flows import scripted, write_flow
 from tests.helpers import cli
 from tests.servers.serve import SERVERS_DIR
 
 RAW = SERVERS_DIR / "raw_server.py"
 
 
-def write(tmp_path: Path, *entries: str, extra: str = "") -> Path:
-    """A workflow of one node with a local server per entry (`COMMAND ARGS`, ARGS as in YAML)."""
-    tooling = "".join(
-        f"""
-              - type: mcp_local
-                config:
-                  command: "{command}"
-                  args: [{args}]
-                  {extra}"""
-        for command, args in (entry.split(" ", 1) for entry in entries)
-    )
-    text = f"""
-    graph:
-      start: [a]
-      nodes:
-        - id: a
-          type: agent
-          config:
-            provider: scripted
-            name: s
-            script: [{{content: done}}]
-            tooling:{tooling}
-    """
-    path = tmp_path / "wf.yaml"
-    path.write_text(textwrap.dedent(text))
-    return path
+def write(tmp_path: Path, *servers: dict[str, Any]) -> Path:
+    """A workflow of one scripted node with a local server per `mcp_local` config given."""
+    tooling = [{"type": "mcp_local", "config": config} for config in servers]
+    agent = scripted("a", "done")
+    agent["config"]["tooling"] = tooling
+    return write_flow(tmp_path, [agent], [], start=["a"])
 
 
-def raw(*flags: str) -> str:
-    return f"{sys.executable} " + ", ".join(f'"{a}"' for a in (str(RAW), *flags))
+def raw(*flags: str) -> dict[str, Any]:
+    return {"command": sys.executable, "args": [str(RAW), *flags]}
 
 
 def test_probe_fails_on_a_tool_name_two_servers_offer_one_node(tmp_path: Path) -> None:
@@ -100,7 +81,7 @@ def test_a_slow_npx_start_gets_a_hint_that_it_may_be_downloading(tmp_path: Path)
     assert "`npx` may still be downloading the package" in listed.stderr
     assert "--startup-timeout SECONDS" in listed.stderr
     assert "servers/slow-server.log" in listed.stderr
-    wf = write(tmp_path, "npx -y", extra="startup_timeout: 0.5")
+    wf = write(tmp_path, {"command": "npx", "args": ["-y"], "startup_timeout": 0.5})
     probed = cli("probe", str(wf), "--json", env=path)
     (row,) = json.loads(probed.stdout)["servers"]
     assert row["status"] == "handshake_timeout"
