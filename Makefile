@@ -9,7 +9,7 @@ RAY_STAMP := $(VENV)/.installed-ray
 CONFORMANCE := tests/conformance
 CONF_STAMP  := $(CONFORMANCE)/node_modules/.installed
 
-.PHONY: demo test test-fast lint bench bench-tools venv clean chromium conformance conformance-deps npm-servers
+.PHONY: demo test test-fast lint bench bench-tools venv clean chromium bubblewrap conformance conformance-deps npm-servers
 
 # MCP servers from npm that the tests run against, installed into a folder of the project.
 NPM_SERVERS := .npm-servers
@@ -37,7 +37,7 @@ demo: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/devall run workflows/demo_offline.yaml \
 		--task "Tell me my fortune"
 
-test: $(STAMP) $(RAY_STAMP) $(CONF_STAMP) npm-servers chromium
+test: $(STAMP) $(RAY_STAMP) $(CONF_STAMP) npm-servers chromium bubblewrap
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 # The edit loop: everything but the tests marked slow (soak, Ray clusters, conformance). CI runs
@@ -71,6 +71,18 @@ chromium:
 	      apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core >/dev/null) || \
 	    echo "chromium could not be installed: the report's browser test will be skipped"; \
 	  else echo "no chromium and no apt-get as root: the report's browser test will be skipped"; fi; }
+
+# The sandbox's tests run local servers and python nodes under Debian's bubblewrap (`bwrap`).
+# Installed here when missing (as root, with apt-get); where that cannot be done, or where bwrap
+# cannot make its namespaces, those tests are skipped and say why.
+bubblewrap:
+	@command -v bwrap >/dev/null 2>&1 || \
+	{ if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing Debian's bubblewrap for the sandbox's tests"; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	      apt-get install -y -qq --no-install-recommends bubblewrap >/dev/null) || \
+	    echo "bubblewrap could not be installed: the sandbox's tests will be skipped"; \
+	  else echo "no bwrap and no apt-get as root: the sandbox's tests will be skipped"; fi; }
 
 conformance-deps: $(CONF_STAMP)
 

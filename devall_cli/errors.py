@@ -11,6 +11,7 @@
     │   ├── ServerUnreachableError             remote MCP server unreachable
     │   ├── ServerDiedError                    a local server died or a session was lost mid-run
     │   ├── AuthError                          a server's OAuth authorization could not be obtained
+    │   ├── SandboxError                       a child must run sandboxed, but bwrap cannot run
     │   └── LLMUnreachableError                the model endpoint could not be reached
     ├── RemoteError                   exit 5   the other side answered, but wrongly
     │   ├── ProtocolError                      MCP protocol error
@@ -211,6 +212,12 @@ class AuthError(DevallConnectionError):
     def __init__(self, message: str, *, status: str = "auth_failed") -> None:
         super().__init__(message)
         self.status = status
+
+
+class SandboxError(DevallConnectionError):
+    """A child that must run sandboxed cannot be: bwrap is missing or cannot make its namespaces."""
+
+    status: str = "spawn_failed"
 
 
 class LLMUnreachableError(DevallConnectionError):

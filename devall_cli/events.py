@@ -81,6 +81,7 @@ class ServerReadyEvent(Event):
     tools: int = 0
     connect_ms: float = 0.0
     pid: int | None = None  # local servers only
+    sandbox: Mapping[str, Any] | None = None  # how a local server runs confined (None: it does not)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -297,6 +298,7 @@ class CodeStartedEvent(Event):
     visit: int = 1
     script: str = ""
     command: Sequence[str] = ()
+    sandbox: Mapping[str, Any] | None = None  # how the script runs confined (None: it does not)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -9,10 +9,13 @@ the command then parses and loads as always, and its `HeadStart` adopts the runn
 (same source id, same config) instead of spawning them again.
 
 Only the plain forms are taken: `devall [--debug] [--no-color] tools list WORKFLOW` and
-`devall ... probe WORKFLOW`, with `--var`, `--env-file`, `--json`, `--schema`, `--timeout` and
-`--junit`. Anything else (ad-hoc targets, `--node`, `--help`, an option this module does not
-know, a workflow that does not load) leaves the command to itself: this is a head start, never a
-second parser. Processes no command adopted are torn down before devall exits, and a SIGTERM
+`devall ... probe WORKFLOW`, with `--var`, `--env-file`, `--json`, `--schema`, `--timeout`,
+`--junit`, the tool policy's `--allow-tool`, `--deny-tool` and `--approve`, and `--sandbox`
+(set as the CLI default before the spawn, so that the servers spawned here are confined as the
+command would confine them; a process adopted later must match it).
+Anything else (ad-hoc targets, `--node`, `--help`, an option this module does not know, a
+workflow that does not load) leaves the command to itself: this is a head start, never a second
+parser. Processes no command adopted are torn down before devall exits, and a SIGTERM
 before the command takes over its signals ends devall as the command would (exit 143).
 """
 
@@ -29,11 +32,16 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import asyncio
 
+# The tool policy's options: they change what is offered, not which servers start.
+POLICY_OPTIONS = ("--allow-tool", "--deny-tool", "--approve")
 # The commands taken, by their words, with their options: those that take a value, and flags.
 COMMANDS: dict[tuple[str, ...], tuple[frozenset[str], frozenset[str]]] = {
-    ("tools", "list"): (frozenset({"--var", "--env-file"}), frozenset({"--json", "--schema"})),
+    ("tools", "list"): (
+        frozenset({"--var", "--env-file", "--sandbox", *POLICY_OPTIONS}),
+        frozenset({"--json", "--schema"}),
+    ),
     ("probe",): (
-        frozenset({"--var", "--env-file", "--timeout", "--junit"}),
+        frozenset({"--var", "--env-file", "--timeout", "--junit", "--sandbox", *POLICY_OPTIONS}),
         frozenset({"--json"}),
     ),
 }
@@ -49,6 +57,7 @@ class Invocation:
     workflow: Path
     vars: dict[str, str]
     env_file: Path | None
+    sandbox: str | None = None  # `--sandbox MODE`, as given
 
 
 def read_command_line(argv: Sequence[str]) -> Invocation | None:
@@ -91,7 +100,9 @@ def _options(args: list[str], valued: frozenset[str], flags: frozenset[str]) -> 
             return None  # the command reports it
         variables[key.strip()] = value
     env_files = given.get("--env-file", [])
-    return Invocation(Path(positionals[0]), variables, Path(env_files[-1]) if env_files else None)
+    env_file = Path(env_files[-1]) if env_files else None
+    sandbox = given.get("--sandbox", [None])[-1]
+    return Invocation(Path(positionals[0]), variables, env_file, sandbox)
 
 
 _LOOP: asyncio.AbstractEventLoop | None = None  # the loop the early processes belong to
@@ -149,6 +160,13 @@ def early_start(argv: Sequence[str]) -> None:
     invocation = read_command_line(argv)
     if invocation is None or not invocation.workflow.is_file():
         return
+    from devall_cli.errors import UsageError
+    from devall_cli.procs.sandbox import set_default_sandbox
+
+    try:
+        set_default_sandbox(invocation.sandbox)
+    except UsageError:
+        return  # the command reports the bad value
     try:
         _LOOP = _spawn(invocation)
     except Exception:  # the command meets the same problem and reports it properly

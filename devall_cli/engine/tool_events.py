@@ -65,6 +65,7 @@ class BusToolEvents:
                 tools=tools,
                 connect_ms=info.connect_ms,
                 pid=pid,
+                sandbox=getattr(info, "sandbox", None),
             )
         )
 

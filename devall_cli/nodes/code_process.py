@@ -165,14 +165,19 @@ async def run_script(
     env: Mapping[str, str],
     timeout: float,
     encoding: str,
+    prefix: Sequence[str] = (),
 ) -> ScriptOutcome:
-    """Run `command` in `cwd` with `env` for at most `timeout` seconds."""
+    """Run `command` in `cwd` with `env` for at most `timeout` seconds.
+
+    `prefix` goes before the command once it is known to be startable: the sandbox's bwrap
+    and its options (procs/sandbox.py).
+    """
     missing = _not_startable(command[0], cwd, env)
     if missing is not None:
         return missing
     try:
         proc = await asyncio.create_subprocess_exec(
-            *reaped(command),
+            *reaped([*prefix, *command]),
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,

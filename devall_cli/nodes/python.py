@@ -6,6 +6,11 @@ from the second script of a node on) and run there with the configured interpret
 is stdout, or on failure a text starting `==CODE EXECUTION FAILED==` with the reason, the exit
 status and stderr: a failure is data for the next node, not a failure of the run. Scripts of a
 run run one at a time. `devall validate` never runs one.
+
+With `sandbox:` (or the CLI's `--sandbox`) the script runs under bubblewrap (procs/sandbox.py):
+it may write only in the workspace, sees the workflow's folder read-only and gets only an
+allow-list of devall's environment. A sandbox that is required but cannot run stops the run
+(SandboxError, exit 4): that is no failure of the code.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import codecs
 import os
 import re
+import shutil
 import sys
 import textwrap
 import time
@@ -21,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from devall_cli.config.json_shapes import Schema
 from devall_cli.config.schema import (
     Checker,
     KeySpec,
@@ -37,9 +44,13 @@ from devall_cli.events import CodeFinishedEvent, CodeStartedEvent
 from devall_cli.messages import ASSISTANT, Message
 from devall_cli.nodes.base import NODE_TYPES, NodeRun, NodeType
 from devall_cli.nodes.code_process import ScriptOutcome, run_script
+from devall_cli.procs.sandbox import Sandbox, SandboxConfig, effective_sandbox
 from devall_cli.run_files import CODE_WORKSPACE, open_run_file, write_failure
+from devall_cli.tools.kinds.mcp_local import parse_sandbox, sandbox_shape
 
-KEYS = KeySpec(known=frozenset({"interpreter", "args", "env", "timeout_seconds", "encoding"}))
+KEYS = KeySpec(
+    known=frozenset({"interpreter", "args", "env", "timeout_seconds", "encoding", "sandbox"})
+)
 WORKSPACE = CODE_WORKSPACE
 FAILED_HEADER = "==CODE EXECUTION FAILED=="
 _SCRIPTS = "python_scripts"  # NodeRun.extras: scripts written so far, by node path
@@ -61,10 +72,12 @@ class PythonConfig:
     env: Mapping[str, str] = field(default_factory=dict)
     timeout_seconds: int = 60
     encoding: str = "utf-8"
+    sandbox: SandboxConfig | None = None  # None: not set, the CLI default applies
 
 
 def parse_python(ck: Checker, config: dict[str, Any], path: KeyPath) -> PythonConfig:
-    """`interpreter`, `args`, `env`, `timeout_seconds` (whole number ≥ 1), `encoding`."""
+    """`interpreter`, `args`, `env`, `timeout_seconds` (whole number ≥ 1), `encoding`,
+    `sandbox`."""
     check_keys(ck, config, path, KEYS)
     interpreter = opt_str(ck, config, "interpreter", path) or default_interpreter()
     encoding = opt_str(ck, config, "encoding", path) or "utf-8"
@@ -78,6 +91,7 @@ def parse_python(ck: Checker, config: dict[str, Any], path: KeyPath) -> PythonCo
         env=opt_str_map(ck, config, "env", path, secret_names=True),
         timeout_seconds=opt_int(ck, config, "timeout_seconds", path, 60, minimum=1),
         encoding=encoding,
+        sandbox=parse_sandbox(ck, config, path),
     )
 
 
@@ -131,18 +145,26 @@ async def run_python(run: NodeRun) -> list[Message]:
     script = _write_script(run, workspace, code)
     shown = _shown(run, script)
     command = [_interpreter(run, config), *config.args, str(script)]
+    env = _environment(run, config, workspace, script)
+    prefix, env, sandbox = _confined(run, config, command, env, workspace)
     run.emit(
         CodeStartedEvent(
-            run_id=run.run_id, node_id=run.path, visit=run.visit, script=shown, command=command
+            run_id=run.run_id,
+            node_id=run.path,
+            visit=run.visit,
+            script=shown,
+            command=command,
+            sandbox=sandbox,
         )
     )
     started = time.monotonic()
     outcome = await run_script(
         command,
         cwd=str(workspace),
-        env=_environment(run, config, workspace, script),
+        env=env,
         timeout=config.timeout_seconds,
         encoding=config.encoding,
+        prefix=prefix,
     )
     _finished(run, shown, outcome, started)
     meta.update(script_path=str(script), exit_code=outcome.exit_code)
@@ -200,6 +222,26 @@ def _environment(
     return env
 
 
+def _confined(
+    run: NodeRun, config: PythonConfig, command: list[str], env: dict[str, str], workspace: Path
+) -> tuple[list[str], dict[str, str], dict[str, Any] | None]:
+    """bwrap's prefix, the script's environment and the sandbox's description (or none)."""
+    setting = effective_sandbox(config.sandbox)
+    if setting is None:
+        return [], env, None
+    # The interpreter's own tree is bound into the sandbox: it is looked up as the child would.
+    program = shutil.which(command[0], path=env.get("PATH", os.defpath)) or command[0]
+    box = Sandbox(
+        setting,
+        workdir=str(workspace),
+        program=program,
+        workflow_dir=str(run.workflow_dir) if run.workflow_dir is not None else None,
+    )
+    own = [*config.env, "MAC_CODE_WORKSPACE", "MAC_CODE_SCRIPT", "MAC_NODE_ID"]
+    prefix, env = box.confine(env, own, who=f"node '{run.path}'")
+    return prefix, env, box.describe()
+
+
 def _shown(run: NodeRun, script: Path) -> str:
     """The script's path as the trace shows it: relative to the run directory."""
     try:
@@ -225,7 +267,17 @@ def _finished(run: NodeRun, script: str, outcome: ScriptOutcome, started: float)
 
 
 def _details(config: PythonConfig) -> dict[str, Any]:
-    return {"interpreter": config.interpreter, "timeout_seconds": config.timeout_seconds}
+    details: dict[str, Any] = {
+        "interpreter": config.interpreter,
+        "timeout_seconds": config.timeout_seconds,
+    }
+    if config.sandbox is not None:
+        details["sandbox"] = config.sandbox.mode
+    return details
+
+
+def _shapes() -> dict[str, Schema]:
+    return {"sandbox": sandbox_shape()}
 
 
 PYTHON = NODE_TYPES.register(
@@ -238,5 +290,6 @@ PYTHON = NODE_TYPES.register(
         config_required=False,
         serial=True,
         details=_details,
+        shapes=_shapes,
     )
 )

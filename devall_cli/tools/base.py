@@ -132,6 +132,8 @@ class ServerInfo:
     protocol_version: str | None = None
     server_name: str | None = None
     connect_ms: float = 0.0
+    # How a local server runs confined (procs/sandbox.py `Sandbox.describe()`); None: it does not.
+    sandbox: Mapping[str, Any] | None = None
 
 
 LogCallback = Callable[[str, str], None]  # (source_id, line)

@@ -29,8 +29,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from devall_cli.errors import DevallError
+from devall_cli.procs.sandbox import effective_sandbox
 from devall_cli.tools.base import LogCallback
-from devall_cli.tools.kinds.mcp_local import McpLocalConfig
+from devall_cli.tools.kinds.mcp_local import McpLocalConfig, readable_dir
 from devall_cli.tools.plan import SourceContext, SourcePlan, tooling_type
 from devall_cli.tools.stdio_process import StdioProcess
 
@@ -101,8 +102,10 @@ def local_process(
     on_log: LogCallback | None,
     redact: Callable[[str], str] | None,
     append_log: bool = False,
+    workflow_dir: str | None = None,
 ) -> StdioProcess:
-    """The (not yet spawned) process of a local server, as its source runs it."""
+    """The (not yet spawned) process of a local server, as its source runs it (confined as its
+    `sandbox:`, else the CLI default, says)."""
     return StdioProcess(
         id=source_id,
         command=config.command,
@@ -115,6 +118,8 @@ def local_process(
         append_log=append_log,
         on_log=on_log,
         redact=redact,
+        sandbox=effective_sandbox(config.sandbox),
+        workflow_dir=workflow_dir,
     )
 
 
@@ -139,7 +144,7 @@ class HeadStart:
             if make is None or plan.id in self._processes:
                 continue
             kept = _KEPT.pop(plan.id, None)
-            if kept is not None and kept[0] == plan.tooling.config:
+            if kept is not None and _adoptable(kept, plan.tooling.config):
                 self._processes[plan.id], self._spawned_at[plan.id] = kept[1], kept[2]
                 spawned.append(plan.id)
                 continue
@@ -186,6 +191,13 @@ class HeadStart:
 _KEPT: dict[str, tuple[object, StdioProcess, float]] = {}
 
 
+def _adoptable(kept: tuple[object, StdioProcess, float], config: object) -> bool:
+    """Whether a process spawned ahead runs `config` now: same settings, same confinement (the
+    CLI default may have changed since)."""
+    own = getattr(config, "sandbox", None)
+    return kept[0] == config and kept[1].sandbox == effective_sandbox(own)
+
+
 def keep_for_later(source_id: str, config: object, process: StdioProcess, at: float) -> None:
     """Hold a process spawned ahead of its command for the command's HeadStart to adopt."""
     _KEPT[source_id] = (config, process, at)
@@ -213,4 +225,5 @@ def new_local_process(
         log_path=local_log_path(source_id, ctx.run_dir),
         on_log=ctx.on_log,
         redact=ctx.redact,
+        workflow_dir=readable_dir(config, ctx),
     )

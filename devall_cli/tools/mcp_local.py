@@ -75,6 +75,7 @@ class LocalSource(McpSessionSource):
         process: StdioProcess | None = None,
         stop_at_once: bool = False,
         client: ClientKind = "fastmcp",
+        workflow_dir: str | None = None,
     ) -> None:
         super().__init__(
             id=id,
@@ -105,6 +106,7 @@ class LocalSource(McpSessionSource):
         self.stop_at_once = stop_at_once
         self._was_ready = False  # a process reached a session: the next spawn is a restart
         self.client: ClientKind = client
+        self.workflow_dir = workflow_dir  # a sandboxed server sees it (read-only)
         # The direct client checks results against the output schemas of the last listing.
         self._output_schemas: dict[str, Mapping[str, Any] | None] = {}
 
@@ -211,7 +213,9 @@ class LocalSource(McpSessionSource):
         # to the end of the handshake, not the handshake alone.
         spawned_at = process.spawned_at if process.spawned_at is not None else began
         connect_ms = round((time.monotonic() - spawned_at) * 1000, 1)
-        self._info = dataclasses.replace(self._info, connect_ms=connect_ms)
+        self._info = dataclasses.replace(
+            self._info, connect_ms=connect_ms, sandbox=process.sandbox_description
+        )
         self._was_ready = True
 
     async def _retire_previous_process(self) -> str | None:
@@ -282,6 +286,7 @@ class LocalSource(McpSessionSource):
             on_log=self.on_log,
             redact=self.redact,
             append_log=self._process is not None,  # a restart continues the server's log
+            workflow_dir=self.workflow_dir,
         )
 
     async def _gone(self, process: StdioProcess) -> bool:

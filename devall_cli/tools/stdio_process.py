@@ -6,6 +6,9 @@ stdout line and every stderr line is a log line: kept in a tail buffer, appended
 log file (of bounded size, see `server_log`), passed to `on_log` and matched against
 `wait_for_log`.
 
+A child with a sandbox setting runs under bubblewrap (procs/sandbox.py): bwrap is the process
+devall starts, the server runs inside it, in the same process group.
+
 The child runs in its own process group so that teardown reaches its children too; helpers that
 leave the group (`setsid`) are looked for below it while it runs and torn down with it. Every
 live child is registered in `process_groups`, which makes sure none outlives devall, and the
@@ -29,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from devall_cli import limits
-from devall_cli.errors import ServerStartError
+from devall_cli.errors import SandboxError, ServerStartError
 from devall_cli.procs.parent_death import die_with_parent
 from devall_cli.procs.process_groups import (
     kill_all_children,
@@ -41,6 +44,7 @@ from devall_cli.procs.process_groups import (
     unregister,
     wait_gone,
 )
+from devall_cli.procs.sandbox import Sandbox, SandboxConfig, script_argument
 from devall_cli.text import clean_text
 from devall_cli.tools.server_log import ServerLogFile
 from devall_cli.tools.stdio_lines import iter_lines, overlong_answer, split_message
@@ -137,6 +141,8 @@ class StdioProcess:
         redact: Callable[[str], str] | None = None,
         tail_size: int = TAIL_SIZE,
         line_limit: int = LINE_LIMIT,
+        sandbox: SandboxConfig | None = None,
+        workflow_dir: str | None = None,
     ) -> None:
         self.id = id
         self.command = command
@@ -162,6 +168,10 @@ class StdioProcess:
         self.exited = asyncio.Event()
         # When (time.monotonic) devall began to start the child: a start's time counts from here.
         self.spawned_at: float | None = None
+        self.sandbox = sandbox  # the effective setting (None: unconfined)
+        self.workflow_dir = workflow_dir  # bound read-only in the sandbox
+        # How the child runs confined (Sandbox.describe()), once spawned; None: no sandbox.
+        self.sandbox_description: dict[str, Any] | None = None
 
     # --- state -------------------------------------------------------------------------------
 
@@ -210,17 +220,20 @@ class StdioProcess:
                 status="spawn_failed",
                 server_id=self.id,
             )
+        env = build_child_env(self.env, self.inherit_env)
+        prefix, env = self._confined(executable, env)
         self._open_log_file()
         self.spawned_at = time.monotonic()
         try:
             proc = await asyncio.create_subprocess_exec(
+                *prefix,
                 executable,
                 *self.args,
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 cwd=self.cwd,
-                env=build_child_env(self.env, self.inherit_env),
+                env=env,
                 start_new_session=True,
                 preexec_fn=die_with_parent(),
             )
@@ -242,6 +255,29 @@ class StdioProcess:
         ]
         self._tasks.append(asyncio.create_task(self._watch_exit(proc, list(self._tasks))))
         self._tasks.append(asyncio.create_task(self._track(proc.pid)))
+
+    def _confined(self, executable: str, env: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+        """bwrap's command prefix and the confined environment (nothing and `env` unconfined)."""
+        if self.sandbox is None:
+            return [], env
+        box = Sandbox(
+            self.sandbox,
+            workdir=self.cwd or os.getcwd(),
+            program=executable,
+            script=script_argument(self.args, self.cwd),
+            workflow_dir=self.workflow_dir,
+        )
+        who = f"server '{self.id}'"
+        try:
+            prefix, env = box.confine(env, self.env, who=who)
+        except SandboxError as exc:
+            error = ServerStartError(exc.message, status="spawn_failed", server_id=self.id)
+            error.hint = exc.hint
+            raise error from None
+        self.sandbox_description = box.describe()
+        if not box.active:
+            self.log_line(box.unconfined_note(who), match=False)
+        return prefix, env
 
     async def wait_ready(self, timeout: float, *, startup_timeout: float | None = None) -> None:
         """Wait for the `wait_for_log` match (if any); raise ServerStartError when it fails.

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from devall_cli.config.file_probe import is_dir
+from devall_cli.config.file_probe import is_dir, is_file
+from devall_cli.config.json_shapes import Schema, array_of, keys_object
 from devall_cli.config.model import EMPTY, frozen_mapping
+from devall_cli.config.placeholders import UNRESOLVED
 from devall_cli.config.schema import (
     Checker,
     KeySpec,
+    as_bool,
     check_keys,
     describe,
     opt_bool,
@@ -24,6 +28,8 @@ from devall_cli.config.schema import (
     opt_str_map,
 )
 from devall_cli.config.yaml_source import KeyPath
+from devall_cli.errors import DevallError
+from devall_cli.procs.sandbox import SANDBOX_OFF, SandboxConfig
 from devall_cli.redaction import flag_secrets
 from devall_cli.tools.kinds.client_settings import (
     CLIENT_KEYS,
@@ -80,6 +86,9 @@ class McpLocalConfig:
     call_timeout: float = 60.0
     max_restarts: int = 1
     client: McpClientConfig = DEFAULT_CLIENT  # elicitation, sampling, roots, log_level
+    sandbox: SandboxConfig | None = None  # None: not set, the CLI default applies
+    # The folder of the file that declares the entry: a sandboxed server sees it (read-only).
+    base_dir: str | None = field(default=None, compare=False)
 
     def identity(self) -> tuple[Any, ...]:
         """Entries with the same identity share one process per run."""
@@ -93,6 +102,7 @@ class McpLocalConfig:
             self.startup_timeout,
             self.wait_for_log,
             self.client,
+            self.sandbox,
         )
 
     def display_target(self) -> str:
@@ -117,6 +127,7 @@ _LOCAL_KEYS = KeySpec(
             "max_concurrency",
             "call_timeout",
             "max_restarts",
+            "sandbox",
         }
     )
     | CLIENT_KEYS
@@ -152,6 +163,8 @@ def parse_mcp_local(ck: Checker, config: dict[str, Any], path: KeyPath) -> McpLo
         call_timeout=opt_number(ck, config, "call_timeout", path, 60.0, positive=True),
         max_restarts=opt_int(ck, config, "max_restarts", path, 1, minimum=0),
         client=parse_client_config(ck, config, path),
+        sandbox=parse_sandbox(ck, config, path),
+        base_dir=str(ck.file_dir),
     )
     return settings if command is not None else None
 
@@ -178,6 +191,84 @@ def _cwd(ck: Checker, config: dict[str, Any], path: KeyPath) -> str | None:
     return str(resolved)
 
 
+# --- sandbox: (shared with the python node) -------------------------------------------------
+
+SANDBOX_KEYS = KeySpec(known=frozenset({"mode", "network", "env", "read", "write"}))
+_SANDBOX_MODES = ("require", "prefer")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def parse_sandbox(ck: Checker, config: Mapping[str, Any], path: KeyPath) -> SandboxConfig | None:
+    """`sandbox:` false, true (= require), prefer, require, or a mapping `{mode, network, env,
+    read, write}`; None when it is not set (the CLI default applies)."""
+    value = config.get("sandbox")
+    here = (*path, "sandbox")
+    if value is None or value is UNRESOLVED:
+        return None
+    if isinstance(value, str) and value.strip().lower() in _SANDBOX_MODES:
+        return SandboxConfig(mode=value.strip().lower())
+    flag = as_bool(value)
+    if flag is not None:
+        return SandboxConfig() if flag else SANDBOX_OFF
+    if not isinstance(value, dict):
+        ck.error(
+            here,
+            "sandbox must be true, false, prefer, require or a mapping (mode, network, env, "
+            f"read, write), got {describe(value)}",
+        )
+        return None
+    check_keys(ck, value, here, SANDBOX_KEYS)
+    mode = opt_str(ck, value, "mode", here) or "require"
+    if mode.strip().lower() not in _SANDBOX_MODES:
+        ck.error((*here, "mode"), f"mode must be require or prefer, got {describe(mode)}")
+    names = opt_str_list(ck, value, "env", here)
+    for index, name in enumerate(names):
+        if not _ENV_NAME.fullmatch(name):
+            message = f"every item of env must be a variable name, got {describe(name)}"
+            ck.error((*here, "env", index), message)
+    return SandboxConfig(
+        mode=mode.strip().lower() if mode.strip().lower() in _SANDBOX_MODES else "require",
+        network=opt_bool(ck, value, "network", here, False),
+        env=names,
+        read=_sandbox_paths(ck, value, "read", here),
+        write=_sandbox_paths(ck, value, "write", here),
+    )
+
+
+def _sandbox_paths(
+    ck: Checker, value: Mapping[str, Any], key: str, here: KeyPath
+) -> tuple[str, ...]:
+    """Absolute paths (`~` expanded, relative ones from the workflow's folder)."""
+    paths: list[str] = []
+    for index, item in enumerate(opt_str_list(ck, value, key, here)):
+        if not item.strip():
+            ck.error((*here, key, index), f"every item of {key} must be a path, got ''")
+            continue
+        resolved = (ck.file_dir / os.path.expanduser(item.strip())).resolve()
+        if not (is_dir(resolved) or is_file(resolved)):
+            ck.warning((*here, key, index), f"{resolved} does not exist; it is not bound")
+        paths.append(str(resolved))
+    return tuple(paths)
+
+
+def sandbox_shape() -> Schema:
+    """`sandbox:` for `devall schema`: a word (or boolean), or the mapping."""
+    text_list = array_of({"type": "string"})
+    shapes = {"mode": {"enum": list(_SANDBOX_MODES)}, "env": text_list}
+    shapes.update(read=text_list, write=text_list)
+    mapping = keys_object(SANDBOX_KEYS, strict=True, shapes=shapes)
+    return {"anyOf": [{"type": ["boolean", "string", "null"]}, mapping]}
+
+
+def _shapes() -> dict[str, Schema]:
+    return {**client_shapes(), "sandbox": sandbox_shape()}
+
+
+def _start_hint(settings: McpLocalConfig, error: DevallError, where: str) -> str:
+    """The error's own hint (a sandbox that cannot run says how to fix it), else the usual."""
+    return error.hint or local_start_hint(settings, error, where)
+
+
 def make_local_source(source_id: str, settings: McpLocalConfig, ctx: SourceContext) -> ToolSource:
     """A supervised local server process (spoken to by the light client where it is enough)."""
     from devall_cli.tools.head_start import local_log_path, uses_direct_client
@@ -196,7 +287,15 @@ def make_local_source(source_id: str, settings: McpLocalConfig, ctx: SourceConte
         process=ctx.head_start.take(source_id) if ctx.head_start is not None else None,
         stop_at_once=ctx.stop_at_once,
         client="direct" if uses_direct_client(ctx) else "fastmcp",
+        workflow_dir=readable_dir(settings, ctx),
     )
+
+
+def readable_dir(settings: McpLocalConfig, ctx: SourceContext) -> str | None:
+    """The folder a sandboxed server sees read-only: its declaring file's, else the run's."""
+    if settings.base_dir is not None:
+        return settings.base_dir
+    return str(ctx.workflow_dir) if ctx.workflow_dir is not None else None
 
 
 def make_local_process(source_id: str, settings: McpLocalConfig, ctx: SourceContext) -> Any:
@@ -242,8 +341,8 @@ TOOLING_TYPES.register(
         base_name=local_name,
         cache_ttl=lambda settings: settings.cache_ttl,
         roots=lambda settings: settings.client.roots,
-        start_hint=local_start_hint,
+        start_hint=_start_hint,
         timeout_status="startup_timeout",  # the process did not get ready
-        shapes=client_shapes,
+        shapes=_shapes,
     )
 )
