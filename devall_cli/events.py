@@ -359,6 +359,36 @@ class ToolErrorEvent(ToolResultEvent):
 
 
 @dataclass(frozen=True, kw_only=True)
+class ToolsDeniedEvent(Event):
+    """Tools the policy kept from a node's model (once per node, when its tool list is built).
+
+    Each item: `{"tool", "original_name", "server_id", "rule", "layer"}`.
+    """
+
+    kind: ClassVar[str] = "tool.denied"
+    node_id: str
+    tools: Sequence[Mapping[str, Any]] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolApprovalEvent(Event):
+    """The decision on a call the policy did not allow outright (verdict ask or refuse).
+
+    `by`: policy (approve: never, or a call of a tool the node was not offered), terminal,
+    answers, no_terminal, remembered (an earlier "always" for this tool).
+    """
+
+    kind: ClassVar[str] = "tool.approval"
+    node_id: str
+    call_id: str = ""
+    tool: str
+    server_id: str = ""
+    approved: bool
+    by: str
+    reason: str = ""  # the verdict in words (`approve: ask (cli)`) and, if refused, why
+
+
+@dataclass(frozen=True, kw_only=True)
 class AttachmentSavedEvent(Event):
     """A binary tool result was saved under the run directory."""
 

@@ -32,6 +32,7 @@ from devall_cli.tools.catalog import WORKFLOW_SCOPE, CallOutcome, ToolScope, fin
 from devall_cli.tools.manager import ToolManager
 from devall_cli.tools.normalize import blocks_to_json, render_for_model
 from devall_cli.tools.plan import tooling_type
+from devall_cli.tools.policy import ToolPolicy
 
 CALL_ID = "call-1"
 
@@ -45,13 +46,16 @@ async def run_tool_call(
     elicitor: Elicitor | None = None,
     on_auth: AuthCallback | None = None,
     scope: ToolScope = WORKFLOW_SCOPE,
+    policy: ToolPolicy | None = None,
 ) -> CallOutcome:
     """Start the servers of the tool's node, call the tool once, and trace it all as a run.
 
     A tool's error result is data: it is returned (the run's status is `failed`, exit 1), and so
     are arguments that do not fit the tool's input schema (an `invalid_arguments` result; the
     tool is not called). A failure to start or reach a server raises its DevallError after
-    `run.finished`; `scope` words the error of a tool that is not there.
+    `run.finished`; `scope` words the error of a tool that is not there. Under the tool
+    policy (`policy`: the command line's layer) a denied tool is refused; a call the policy
+    would ask about or refuse runs: the caller asked for it.
     """
     emit, run_id = session.bus.emit, session.run_id
     started = time.monotonic()
@@ -67,6 +71,9 @@ async def run_tool_call(
             elicitor=elicitor,
             on_auth=on_auth,
             direct_client=True,
+            policy=policy,
+            list_denied=True,
+            caller_approves=True,
         ) as manager:
             node_id, spec = await find_workflow_tool(manager, tool, node, scope)
             outcome = await _call(session, manager, node_id, spec, arguments)

@@ -88,6 +88,8 @@ def worker_spec(env: TaskEnv) -> WorkerSpec:
         dotenv_text=dotenv_text(path.parent, Path.cwd(), env.workflows.env_file),
         max_steps=env.max_steps,
         answers=env.answers,
+        policy=env.policy,
+        approver=env.approver,
     )
 
 

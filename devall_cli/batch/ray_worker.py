@@ -16,12 +16,13 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from devall_cli.nodes.human_input import Answers
+from devall_cli.tools.policy import Approver, ToolPolicy
 
 FileList = list[tuple[str, bytes]]
 
@@ -36,6 +37,8 @@ class WorkerSpec:
     dotenv_text: str | None = None  # the driver's .env files and --env-file, merged in order
     max_steps: int = 1000
     answers: Answers | None = None
+    policy: ToolPolicy | None = None  # the command line's layer of the tool policy
+    approver: Callable[[], Approver] | None = None  # a picklable maker, one approver per task
 
 
 def workflow_file(spec: WorkerSpec, shipped_dir: Path) -> Path:
@@ -99,6 +102,8 @@ class BatchWorker:
             pool=SharedSources(self.scratch),
             max_steps=spec.max_steps,
             answers=spec.answers,
+            policy=spec.policy,
+            approver=spec.approver,
         )
 
     async def run(self, task: Mapping[str, Any]) -> dict[str, Any]:

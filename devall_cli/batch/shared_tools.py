@@ -39,6 +39,7 @@ from devall_cli.tools.base import (
     ToolSource,
 )
 from devall_cli.tools.plan import SourceContext, SourcePlan, build_source, tooling_type
+from devall_cli.tools.policy import Approver, ToolPolicy
 
 # The attachment store of the task whose code is running (set by the task, per asyncio task).
 TASK_STORE: contextvars.ContextVar[AttachmentStore | None] = contextvars.ContextVar(
@@ -89,8 +90,11 @@ class SharedSources:
         self._closed = False
         self.starts = 0  # servers started (a failed start counts too)
 
-    def tool_manager_factory(self) -> Callable[..., ToolManagerLike]:
-        """What `run_workflow` takes as `tool_manager_factory`: a ToolManager on this pool."""
+    def tool_manager_factory(
+        self, policy: ToolPolicy | None = None, approver: Approver | None = None
+    ) -> Callable[..., ToolManagerLike]:
+        """What `run_workflow` takes as `tool_manager_factory`: a ToolManager on this pool, with
+        the command line's tool policy and the approver of the calls it leaves to a person."""
 
         def make(
             workflow: Workflow,
@@ -111,6 +115,8 @@ class SharedSources:
                 make_source=self.make_source,
                 spawn_ahead=False,
                 tape=tape,
+                policy=policy,
+                approver=approver,
             )
             return manager
 

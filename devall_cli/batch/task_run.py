@@ -28,6 +28,7 @@ from devall_cli.engine.runner import ProviderMaker, run_workflow
 from devall_cli.engine.session import RunSession
 from devall_cli.errors import ConfigError, DevallError, ExitCode, RunFailedError
 from devall_cli.nodes.human_input import HUMAN_INPUT, Answers, ScriptedReplies
+from devall_cli.tools.policy import Approver, ToolPolicy
 from devall_cli.trace.recorder import RunResult
 
 RUNS_DIR = "runs"
@@ -47,6 +48,10 @@ class TaskEnv:
     environ: Mapping[str, str] | None = None
     answers: Answers | None = None  # replies of human nodes; each task uses them from the start
     record_dir: Path | None = None  # a cassette per task, `<dir>/<task>.jsonl` (--record DIR)
+    policy: ToolPolicy | None = None  # the command line's layer of the tool policy
+    # A new approver for each task (the answers file's tool_approvals, each task from its
+    # first answer); None: calls the policy leaves to a person are refused.
+    approver: Callable[[], Approver] | None = None
 
 
 def warm_up(workflow: Workflow) -> None:
@@ -133,7 +138,9 @@ async def _run(
         await run_workflow(
             session,
             task=task.task,
-            tool_manager_factory=env.pool.tool_manager_factory(),
+            tool_manager_factory=env.pool.tool_manager_factory(
+                env.policy, env.approver() if env.approver is not None else None
+            ),
             provider_factory=env.provider_factory,
             environ=env.environ,
             interrupt_code=env.interrupt_code,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import typer
@@ -55,6 +56,9 @@ def main_callback(
         current_context().with_resource(issue_origins_recorded())
     STATE.no_color = no_color
     STATE.mask = None
+    sandbox = sys.modules.get("devall_cli.procs.sandbox")
+    if sandbox is not None:  # no command inherits an earlier one's --sandbox (in one process)
+        sandbox.set_default_sandbox(None)
 
 
 # Commands register themselves on import (one module per command).

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -25,6 +26,15 @@ from devall_cli.cli.common import (
     stderr_console,
     write_product,
 )
+from devall_cli.cli.policy_options import (
+    AllowToolOption,
+    ApproveOption,
+    DenyToolOption,
+    SandboxOption,
+    answers_approver,
+    apply_sandbox,
+    cli_policy,
+)
 from devall_cli.errors import RunFailedError, UsageError
 
 if TYPE_CHECKING:
@@ -33,6 +43,7 @@ if TYPE_CHECKING:
     from devall_cli.batch.workflows import WorkflowSet
     from devall_cli.config.model import Workflow
     from devall_cli.nodes.human_input import Answers
+    from devall_cli.tools.policy import ToolPolicy
 
 
 @app.command("batch")
@@ -116,6 +127,10 @@ def batch_command(
             "`devall run --replay` replays (local executor).",
         ),
     ] = None,
+    allow_tool: AllowToolOption = None,
+    deny_tool: DenyToolOption = None,
+    approve: ApproveOption = None,
+    sandbox: SandboxOption = None,
 ) -> None:
     """Run WORKFLOW once per task in TASKS, N tasks at a time.
 
@@ -123,7 +138,8 @@ def batch_command(
     DIR/results.jsonl gets one line per finished task, DIR/summary.json the totals. Running
     the same command with the same --out again skips the tasks already ok. Progress goes to
     stderr; the summary to stdout (--json: summary.json's content). Exit 0 when every task is
-    ok, 1 when any failed or did not run, 130/143 on Ctrl-C/SIGTERM.
+    ok, 1 when any failed or did not run, 130/143 on Ctrl-C/SIGTERM. Tool calls the tool
+    policy leaves to a person take their answers from --answers, else are refused.
     """
     from devall_cli.batch.executor import ExecutorOptions, check_executor
     from devall_cli.batch.tasks import FORMATS, read_tasks
@@ -132,6 +148,8 @@ def batch_command(
 
     if record is not None:
         _check_record_dir(record, executor)
+    policy = cli_policy(allow_tool, deny_tool, approve)
+    apply_sandbox(sandbox)
     options = ExecutorOptions(concurrency=concurrency, ray_address=ray_address)
     check_executor(executor, options)
     if task_format is not None and task_format not in FORMATS:
@@ -154,6 +172,7 @@ def batch_command(
         max_steps=max_steps,
         answers=replies,
         record_dir=record,
+        policy=policy,
         about={
             "workflow": str(workflow),
             "tasks_file": tasks,
@@ -182,6 +201,7 @@ class _Setup:
     max_steps: int
     answers: Answers | None
     record_dir: Path | None
+    policy: ToolPolicy | None
     about: dict[str, Any]
 
 
@@ -252,6 +272,8 @@ def _run_batch(setup: _Setup, json_output: bool) -> dict[str, Any]:
             interrupt_code=signals.exit_code,
             answers=setup.answers,
             record_dir=setup.record_dir,
+            policy=setup.policy,
+            approver=functools.partial(answers_approver, setup.answers),
         )
         executor = make_executor(setup.executor, env, setup.options)
         progress = BatchProgress(console, live=console.is_terminal and not color_disabled())

@@ -46,7 +46,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         f"devall batch {EXAMPLES_DIR}/batch_fortunes.yaml \\",
         f"    {EXAMPLES_DIR}/batch_fortunes.tasks.jsonl --out logs/fortunes",
         f"devall batch {EXAMPLES_DIR}/batch_fortunes.yaml \\",
-        f"    {EXAMPLES_DIR}/batch_fortunes.tasks.csv -c 2 --json",
+        f"    {EXAMPLES_DIR}/batch_fortunes.tasks.csv -c 2 --json --approve never",
     ),
     "graph": (
         f"devall graph {EXAMPLES_DIR}/critic_loop.yaml",
@@ -59,7 +59,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     ),
     "probe": (
         f"devall probe {DEMO}",
-        f"devall probe {DEMO} --json --timeout 20",
+        f"devall probe {DEMO} --json --deny-tool destructiveHint",
         f"devall probe --mcp-config {EXAMPLES_DIR}/mcp_servers.json --server example",
     ),
     "prompts": (
@@ -98,7 +98,8 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     ),
     "run": (
         f'devall run {DEMO} --task "a haiku"',
-        f"devall run {DEMO} --task hi --json --report",
+        f"devall run {DEMO} --task hi --json --report \\",
+        "    --approve never --allow-tool rand_num",
         f"devall run {EXAMPLES_DIR}/human_review_loop.yaml --task rain \\",
         f"    --answers {EXAMPLES_DIR}/human_review_loop.answers.json",
     ),
@@ -108,7 +109,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     ),
     "test": (
         "devall init my-flow",
-        "devall test my-flow",
+        "devall test my-flow --approve never",
         "devall test my-flow/workflow.test.yaml --json --junit report.xml",
     ),
     "tools": (
@@ -121,7 +122,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     ),
     "tools list": (
         f"devall tools list {DEMO}",
-        f"devall tools list {DEMO} --schema --json",
+        f"devall tools list {DEMO} --schema --json --approve ask",
         "devall tools list --command 'python mcp_example/mcp_server.py'",
     ),
     "validate": (

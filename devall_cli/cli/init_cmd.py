@@ -17,6 +17,9 @@ WORKFLOW = """\
 # the MCP server in mcp_server.py (started by devall over stdio); a second agent answers.
 #   devall run workflow.yaml --task "Tell me my fortune"
 # To use a real model, set `provider: openai` with base_url/api_key/name as in .env.example.
+# The tool policy below is the recommended one (docs/policy.md): read-only tools run, every
+# other call asks on the terminal (or --answers); in CI, `--approve never` refuses those calls
+# unless allowed by name (`--allow-tool NAME`).
 # workflow.schema.json lets editors (yaml-language-server) complete and check this file
 # through the line below; `devall schema -o workflow.schema.json` refreshes it.
 # yaml-language-server: $schema=workflow.schema.json
@@ -26,6 +29,9 @@ graph:
   description: One agent draws a lucky number from a local MCP server; another writes a fortune.
   start: [lucky]
   end: [fortune]
+  tool_policy:
+    allow: [readOnlyHint]      # tools that say they change nothing run
+    approve: ask               # any other call asks a person; with nobody to ask, it is refused
   nodes:
     - id: lucky
       type: agent
@@ -75,7 +81,7 @@ from fastmcp import FastMCP  # noqa: E402
 mcp = FastMCP("starter server")
 
 
-@mcp.tool
+@mcp.tool(annotations={"readOnlyHint": True})  # it changes nothing: the tool policy lets it run
 def rand_num(a: int, b: int) -> int:
     """Return a random integer between a and b, both included."""
     return random.randint(min(a, b), max(a, b))

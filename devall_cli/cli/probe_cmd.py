@@ -21,6 +21,14 @@ from devall_cli.cli.common import (
     stdout_console,
 )
 from devall_cli.cli.completion import complete_workflow
+from devall_cli.cli.policy_options import (
+    AllowToolOption,
+    ApproveOption,
+    DenyToolOption,
+    SandboxOption,
+    apply_sandbox,
+    cli_policy,
+)
 from devall_cli.cli.targets import (
     CommandOption,
     CwdOption,
@@ -72,12 +80,22 @@ def probe_command(
     startup_timeout: StartupTimeoutOption = None,
     mcp_config: McpConfigOption = None,
     server: ServerOption = None,
+    allow_tool: AllowToolOption = None,
+    deny_tool: DenyToolOption = None,
+    approve: ApproveOption = None,
+    sandbox: SandboxOption = None,
 ) -> None:
     """Start or connect every distinct MCP server once, concurrently, and list its tools.
 
-    Exit 0 only if every server is ok; 1 if any is unhealthy.
+    Exit 0 only if every server is ok; 1 if any is unhealthy. Under a tool policy (the
+    workflow's graph-wide one and the --allow-tool, --deny-tool and --approve options) a
+    policy column counts the tools it denies, asks about or refuses; a sandbox column says
+    whether a local server runs sandboxed.
     """
     from devall_cli.tools import probe
+
+    policy = cli_policy(allow_tool, deny_tool, approve)
+    apply_sandbox(sandbox)
 
     target = adhoc_target(
         url=url,
@@ -94,7 +112,7 @@ def probe_command(
     )
     loaded = target_workflow(workflow, target, var, env_file)
     redactor = loaded.redactor
-    outcome = run_async(probe.probe_workflow(loaded, timeout=timeout))
+    outcome = run_async(probe.probe_workflow(loaded, timeout=timeout, policy=policy))
     rows = [redactor.value(_row(r)) for r in outcome.servers]
     conflicts = [redactor.value(_row(c)) for c in outcome.conflicts]
     if junit is not None:
@@ -115,10 +133,13 @@ def _row(report: Any) -> dict[str, Any]:
 def _print_table(rows: list[dict[str, Any]], conflicts: list[dict[str, Any]]) -> None:
     from rich.table import Table  # imported when used: every command's start-up pays for it
 
-    table = Table(
-        "server", "kind", "target", "status", "protocol", "name", "tools", "connect", "list"
-    )
+    columns = ["server", "kind", "target", "status", "protocol", "name", "tools"]
+    with_policy = any(_policy(r) for r in rows)
+    with_sandbox = any(r["sandbox"] is not None for r in rows)
+    columns += [*(["policy"] if with_policy else []), *(["sandbox"] if with_sandbox else [])]
+    table = Table(*columns, "connect", "list")
     for r in rows:
+        extra = [*([_policy(r)] if with_policy else []), *([_sandbox(r)] if with_sandbox else [])]
         cells = (
             r["id"],
             r["kind"],
@@ -127,6 +148,7 @@ def _print_table(rows: list[dict[str, Any]], conflicts: list[dict[str, Any]]) ->
             _protocol(r),
             r["server_name"] or "",
             f"{r['tools']} (+{r['task_only']} task-only)" if r["task_only"] else str(r["tools"]),
+            *extra,
             _ms(r["connect_ms"]),
             _ms(r["list_ms"]),
         )
@@ -148,6 +170,23 @@ def _print_table(rows: list[dict[str, Any]], conflicts: list[dict[str, Any]]) ->
                 print_line(console, f"  hint: {r['hint']}")
     for c in conflicts:
         print_line(console, f"node {c['node']}: {CONFLICT}: {c['error']}")
+
+
+def _policy(row: dict[str, Any]) -> str:
+    """`2 deny, 1 ask`: the tools the policy does not simply allow ("" when it allows all)."""
+    counts = row.get("policy") or {}
+    return ", ".join(f"{counts[k]} {k}" for k in ("deny", "ask", "refuse") if counts.get(k))
+
+
+def _sandbox(row: dict[str, Any]) -> str:
+    """`sandboxed`, `unsandboxed (prefer: REASON)`, or "" for a server with no sandbox."""
+    sandbox = row.get("sandbox")
+    if not isinstance(sandbox, dict):
+        return ""
+    if sandbox.get("active"):
+        return "sandboxed"
+    reason = sandbox.get("reason") or "the sandbox cannot run here"
+    return f"unsandboxed ({sandbox.get('mode') or 'prefer'}: {reason})"
 
 
 def _ms(value: float | None) -> str:
@@ -181,7 +220,8 @@ def _write_junit(path: Path, rows: list[dict[str, Any]], conflicts: list[dict[st
                 classname=f"probe.{r['kind']}",
                 seconds=((r["connect_ms"] or 0) + (r["list_ms"] or 0)) / 1000,
                 failures=failures,
-                output=f"{r['target']}: {_tools(r)}, protocol {_protocol(r) or None}",
+                output=f"{r['target']}: {_tools(r)}, protocol {_protocol(r) or None}"
+                + "".join(f", {text}" for text in (_policy(r), _sandbox(r)) if text),
             )
         )
     for c in conflicts:

@@ -27,6 +27,15 @@ from devall_cli.cli.common import (
     write_json_text,
     write_product,
 )
+from devall_cli.cli.policy_options import (
+    AllowToolOption,
+    ApproveOption,
+    DenyToolOption,
+    SandboxOption,
+    apply_sandbox,
+    cli_policy,
+    policy_manager,
+)
 from devall_cli.errors import UsageError
 from devall_cli.text import clean_text
 
@@ -36,6 +45,7 @@ if TYPE_CHECKING:
     from devall_cli.config.model import Workflow
     from devall_cli.engine.session import RunSession
     from devall_cli.nodes.human_input import Answers, HumanInput
+    from devall_cli.tools.policy import ToolPolicy
     from devall_cli.trace.console import ConsoleSink, Verbosity
 
 
@@ -176,18 +186,25 @@ def run_command(
             "(real model).",
         ),
     ] = None,
+    allow_tool: AllowToolOption = None,
+    deny_tool: DenyToolOption = None,
+    approve: ApproveOption = None,
+    sandbox: SandboxOption = None,
 ) -> None:
     """Run WORKFLOW: start its MCP servers, run the graph, print the final answer on stdout.
 
     The trace goes to stderr; events.jsonl, result.json, attachments/ and servers/*.log are
     written to the run directory. --json prints result.json on stdout instead of the answer.
-    Human nodes ask on the terminal, or take their replies from --answers FILE.
+    Human nodes ask on the terminal, or take their replies from --answers FILE; so do the
+    tool calls the tool policy leaves to a person (docs/policy.md).
     """
     from devall_cli.engine.session import RunSession
     from devall_cli.run_files import new_run_id
 
     if quiet and verbose:
         raise UsageError("give --quiet or --verbose, not both")
+    policy = cli_policy(allow_tool, deny_tool, approve)
+    apply_sandbox(sandbox)
     task_text = read_task(task, task_file)
     if task is None and task_file is None:
         print_line(
@@ -221,6 +238,7 @@ def run_command(
             replies=replies,
             report=report,
             tape=tape,
+            policy=policy,
         )
 
 
@@ -326,14 +344,16 @@ def terminal_prompt(console: ConsoleSink) -> TerminalPrompt | None:
     )
 
 
-def node_extras(answers: Answers | None, console: ConsoleSink) -> dict[str, Any]:
+def node_extras(
+    answers: Answers | None, console: ConsoleSink, terminal: TerminalPrompt | None = None
+) -> dict[str, Any]:
     """What nodes get from the command: the human reply source and, on a terminal, the form
     for servers' elicitation requests (sharing the terminal's reader and its lock)."""
     from devall_cli.nodes.agent_calls import ELICITOR
     from devall_cli.nodes.human_input import HUMAN_INPUT
 
     extras: dict[str, Any] = {}
-    terminal = terminal_prompt(console)
+    terminal = terminal or terminal_prompt(console)
     human = human_input_for(answers, console) if answers is not None else terminal
     if human is not None:
         extras[HUMAN_INPUT] = human
@@ -354,12 +374,14 @@ def _run_in(
     replies: Answers | None = None,
     report: bool = False,
     tape: Tape | None = None,
+    policy: ToolPolicy | None = None,
 ) -> None:
     """Run with the trace on stderr and the records in `run_dir`; print the answer on stdout.
 
     The answer is printed even when a record could not be written (a full disk); that is
     reported after it, naming the file, and fails the command.
     """
+    from devall_cli.cli.approval_prompt import approver_for
     from devall_cli.cli.records import RunRecords, print_run_files
     from devall_cli.config.model import walk_nodes
     from devall_cli.engine.runner import run_workflow
@@ -372,13 +394,18 @@ def _run_in(
     session.subscribe(console)
     node_ids = [path for path, _ in walk_nodes(session.workflow.graph)]
     records = RunRecords(session, node_ids)
-    extras = node_extras(replies, console)
+    # One terminal reader for human nodes, servers' forms and tool approvals: one question at
+    # a time.
+    terminal = terminal_prompt(console)
+    extras = node_extras(replies, console, terminal)
+    tools = policy_manager(policy, approver_for(replies, console, terminal=terminal))
     report_failure: str | None = None
     try:
         result = run_async(
             run_workflow(
                 session,
                 task=task,
+                tool_manager_factory=tools,
                 interrupt_code=signals.exit_code,
                 max_steps=max_steps,
                 extras=extras,

@@ -22,6 +22,14 @@ from devall_cli.cli.common import (
     shown,
     stderr_console,
 )
+from devall_cli.cli.policy_options import (
+    AllowToolOption,
+    ApproveOption,
+    DenyToolOption,
+    SandboxOption,
+    apply_sandbox,
+    cli_policy,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -87,6 +95,10 @@ def test_command(
         int,
         typer.Option("--max-steps", min=1, metavar="N", help="Most node visits in one case's run."),
     ] = 1000,
+    allow_tool: AllowToolOption = None,
+    deny_tool: DenyToolOption = None,
+    approve: ApproveOption = None,
+    sandbox: SandboxOption = None,
 ) -> None:
     """Run the test cases in PATH and check each run's answer, nodes, tools, budget and grade.
 
@@ -95,12 +107,14 @@ def test_command(
     DIR/<case>/, as `devall run` writes it. The table goes to stderr; --json prints one JSON
     document on stdout. Exit 0 when every case passed, 1 when any failed, 3 for a bad test file
     or workflow, 4 when every failure was a server or model that could not be reached.
-    See docs/testing.md.
+    Tool calls the tool policy leaves to a person are refused. See docs/testing.md.
     """
     from devall_cli.run_files import new_run_id
     from devall_cli.testing import TEST_SUFFIX, SuiteRequest, run_tests
     from devall_cli.testing.document import suite_document, suite_exit_code
 
+    policy = cli_policy(allow_tool, deny_tool, approve)
+    apply_sandbox(sandbox)
     signals = SignalState()
     request = SuiteRequest(
         path=path,
@@ -112,6 +126,7 @@ def test_command(
         env_file=env_file,
         max_steps=max_steps,
         interrupt_code=signals.exit_code,
+        policy=policy,
     )
     console = stderr_console()
     result = run_async(run_tests(request, _Progress(console)), signals)

@@ -3,7 +3,8 @@
 Each server gets a heading line (its id, source kind, URL or command line in full, and the nodes
 and roots that all its tools share), then a table of its tools: name, parameters (`*` marks the
 required ones) and description, wrapped to the terminal. A `node(s)` column appears only for a
-server whose tools go to different nodes.
+server whose tools go to different nodes, a `policy` column only under a tool policy (what
+happens to the tool's calls: allow, ask, refuse, or deny: not offered to models).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from rich.text import Text
 
 from devall_cli.cli.common import shown
 from devall_cli.tools.catalog import ListedTool
+from devall_cli.tools.policy import Verdict
 
 DESCRIPTION_CHARS = 160  # of a description's first paragraph; `--json` has all of it
 TOOL_WIDTH = 30  # at most, for the tool column; longer names fold
@@ -26,12 +28,47 @@ PARAMETERS_WIDTH = 24
 INDENT = 2
 
 
-def tools_table(rows: Sequence[ListedTool], redactor: Any) -> RenderableType:
+Verdicts = Mapping[tuple[str, str], Verdict]  # (node, final name) -> verdict
+
+
+def policy_of_rows(manager: Any, rows: Sequence[ListedTool]) -> dict[tuple[str, str], Verdict]:
+    """The tool policy's verdict on each listed tool in each of its nodes."""
+    found: dict[tuple[str, str], Verdict] = {}
+    for row in rows:
+        for node in row.nodes:
+            verdict = manager.verdict(node, row.name)
+            if verdict is not None:
+                found[(node, row.name)] = verdict
+    return found
+
+
+def tools_table(
+    rows: Sequence[ListedTool], redactor: Any, verdicts: Verdicts | None = None
+) -> RenderableType:
     """Every server's heading and table of tools, in the order the tools were listed."""
     groups: dict[tuple[str, str], list[ListedTool]] = {}
     for row in rows:
         groups.setdefault((row.server_id, row.server), []).append(row)
-    return Group(*(_server_block(tools, redactor) for tools in groups.values()))
+    verdicts = verdicts or {}
+    if all(verdict.layer == "default" for verdict in verdicts.values()):
+        verdicts = {}  # no policy: no column
+    return Group(*(_server_block(tools, redactor, verdicts) for tools in groups.values()))
+
+
+def decision_text(tool: ListedTool, verdicts: Verdicts) -> str:
+    """`deny (write_*)`, `allow (readOnlyHint)`, `ask`; per node when the nodes differ."""
+    texts = {
+        node: _decision(verdicts[(node, tool.name)])
+        for node in tool.nodes
+        if (node, tool.name) in verdicts
+    }
+    if len(set(texts.values())) <= 1:
+        return next(iter(texts.values()), "allow")
+    return ", ".join(f"{node}: {text}" for node, text in texts.items())
+
+
+def _decision(verdict: Verdict) -> str:
+    return f"{verdict.decision} ({verdict.rule})" if verdict.rule else verdict.decision
 
 
 def parameters(schema: Any) -> str:
@@ -55,7 +92,7 @@ def summary(description: str, redactor: Any) -> str:
     return cut + "…"
 
 
-def _server_block(tools: list[ListedTool], redactor: Any) -> RenderableType:
+def _server_block(tools: list[ListedTool], redactor: Any, verdicts: Verdicts) -> RenderableType:
     first = tools[0]
     node_sets = {tool.nodes for tool in tools}
     shared_nodes = node_sets.pop() if len(node_sets) == 1 else None
@@ -69,12 +106,18 @@ def _server_block(tools: list[ListedTool], redactor: Any) -> RenderableType:
         [
             tool.name,
             *([] if shared_nodes is not None else [", ".join(tool.nodes)]),
+            *([decision_text(tool, verdicts)] if verdicts else []),
             redactor.text(parameters(tool.input_schema)),
             summary(tool.description, redactor),
         ]
         for tool in tools
     ]
-    header = ["tool", *([] if shared_nodes is not None else ["node(s)"]), "parameters"]
+    header = [
+        "tool",
+        *([] if shared_nodes is not None else ["node(s)"]),
+        *(["policy"] if verdicts else []),
+        "parameters",
+    ]
     table = _table([*header, "description"], cells)
     return Group(shown(" · ".join(heading)), Padding(table, (0, 0, 0, INDENT), expand=False))
 

@@ -29,6 +29,14 @@ from devall_cli.cli.common import (
     write_product,
 )
 from devall_cli.cli.completion import complete_node, complete_tool
+from devall_cli.cli.policy_options import (
+    AllowToolOption,
+    ApproveOption,
+    DenyToolOption,
+    SandboxOption,
+    apply_sandbox,
+    cli_policy,
+)
 from devall_cli.cli.targets import (
     CommandOption,
     CwdOption,
@@ -81,15 +89,23 @@ def list_command(
     startup_timeout: StartupTimeoutOption = None,
     mcp_config: McpConfigOption = None,
     server: ServerOption = None,
+    allow_tool: AllowToolOption = None,
+    deny_tool: DenyToolOption = None,
+    approve: ApproveOption = None,
+    sandbox: SandboxOption = None,
 ) -> None:
     """List each tool (final name after prefixes and filters) with its nodes and server.
 
     Starts the workflow's MCP servers (local ones as subprocesses) to ask them for their tools.
+    Under a tool policy, a policy column says what happens to each tool's calls (allow, ask,
+    refuse), and denied tools are listed too, marked deny: models are not offered them.
     """
-    from devall_cli.cli.tool_table import tools_table
+    from devall_cli.cli.tool_table import policy_of_rows, tools_table
     from devall_cli.tools.catalog import list_workflow_tools
     from devall_cli.tools.manager import ToolManager
 
+    policy = cli_policy(allow_tool, deny_tool, approve)
+    apply_sandbox(sandbox)
     target = target_of(locals())
     loaded = target_workflow(workflow, target, var, env_file)
     scope = target_scope(target, loaded)
@@ -103,9 +119,14 @@ def list_command(
             on_auth=print_auth_notice,
             stop_at_once=True,
             direct_client=True,
+            policy=policy,
+            list_denied=True,
         ) as manager:
-            return await list_workflow_tools(manager, node, scope)
+            rows = await list_workflow_tools(manager, node, scope)
+            verdicts.update(policy_of_rows(manager, rows))
+            return rows
 
+    verdicts: dict[tuple[str, str], Any] = {}
     rows = run_async(go())
     if json_output:
         print_json(
@@ -125,6 +146,7 @@ def list_command(
                         "roots": list(r.roots),
                         "_meta": dict(r.meta) if r.meta is not None else None,
                         "execution": dict(r.execution) if r.execution is not None else None,
+                        **verdict_fields(r, verdicts),
                     }
                     for r in rows
                 ]
@@ -133,7 +155,7 @@ def list_command(
         return
     out = stdout_console()
     if rows:
-        out.print(tools_table(rows, redactor))
+        out.print(tools_table(rows, redactor, verdicts))
     if schema:
         for r in rows:
             out.print()
@@ -174,11 +196,17 @@ def call_command(
     startup_timeout: StartupTimeoutOption = None,
     mcp_config: McpConfigOption = None,
     server: ServerOption = None,
+    allow_tool: AllowToolOption = None,
+    deny_tool: DenyToolOption = None,
+    approve: ApproveOption = None,
+    sandbox: SandboxOption = None,
 ) -> None:
     """Call one tool as a node would, and print its normalized result.
 
     events.jsonl, result.json and attachments/ are written to the run directory, as by `run`.
     Exit 1 if the tool returned an error result, 4/5 for connection or protocol failures.
+    A tool the tool policy denies is refused (exit 1); one it would ask about or refuse is
+    called: asking for the call is the approval.
     """
     from devall_cli.cli.records import print_run_files, run_records
     from devall_cli.engine.session import RunSession
@@ -186,8 +214,11 @@ def call_command(
     from devall_cli.tool_run import run_tool_call
     from devall_cli.tools.arguments import InvalidArgumentsResult
     from devall_cli.tools.catalog import default_run_dir, tool_nodes
+    from devall_cli.tools.policy import REFUSED_BY_POLICY
 
     arguments = _parse_args(args)
+    policy = cli_policy(allow_tool, deny_tool, approve)
+    apply_sandbox(sandbox)
     target = target_of(locals())
     workflow, tool = split_positionals(workflow, tool, target, "TOOL")
     loaded = target_workflow(workflow, target, var, env_file)
@@ -208,6 +239,7 @@ def call_command(
                     elicitor=elicitor,
                     on_auth=print_auth_notice,
                     scope=scope,
+                    policy=policy,
                 )
             )
         except UsageError:
@@ -221,10 +253,26 @@ def call_command(
     result = outcome.result
     if isinstance(result, InvalidArgumentsResult) and not json_output:
         _report_refused(tool, result.problems, outcome.spec.input_schema, loaded.redactor)
+    elif result.error_class == REFUSED_BY_POLICY and not json_output:
+        print_line(stderr_console(), f"devall: error: tool '{tool}' was refused by the tool policy")
+        print_line(stderr_console(), f"  hint: allow it with --allow-tool {tool}")
     elif result.is_error and not json_output:
         print_line(stderr_console(), f"devall: error: tool '{tool}' returned an error")
     if result.is_error:
         raise typer.Exit(int(ExitCode.FAILED))
+
+
+def verdict_fields(row: Any, verdicts: Mapping[tuple[str, str], Any]) -> dict[str, Any]:
+    """`"policy": {"decision", "layer", "rule"}` of a listed tool, for --json; and
+    `"policy_by_node"` when the verdicts of its nodes differ."""
+    found = {node: verdicts[(node, row.name)] for node in row.nodes if (node, row.name) in verdicts}
+    fields = [{"decision": v.decision, "layer": v.layer, "rule": v.rule} for v in found.values()]
+    if not fields:
+        return {"policy": {"decision": "allow", "layer": "default", "rule": None}}
+    extra: dict[str, Any] = {"policy": fields[0]}
+    if any(item != fields[0] for item in fields):
+        extra["policy_by_node"] = dict(zip(found, fields, strict=True))
+    return extra
 
 
 def _report(tool: str, outcome: Any, run_dir: Path, redactor: Any, json_output: bool) -> None:

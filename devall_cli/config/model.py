@@ -163,6 +163,9 @@ class GraphConfig:
     is_majority_voting: bool = False
     path: str = "graph"  # where the graph sits: `graph`, or a subgraph node's config
     memory: tuple[MemoryStoreConfig, ...] = ()  # the graph's memory stores
+    # The graph's `tool_policy` (a tools.policy.ToolPolicy; None: none). Typed loosely: the
+    # config layer sits below the tool layer that defines it.
+    tool_policy: Any = None
 
     def node(self, node_id: str) -> NodeConfig:
         """The node with this id (KeyError if there is none)."""

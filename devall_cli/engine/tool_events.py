@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from devall_cli.events import (
@@ -19,7 +19,9 @@ from devall_cli.events import (
     ServerRestartedEvent,
     ServerRootsEvent,
     ServerStartingEvent,
+    ToolApprovalEvent,
     ToolProgressEvent,
+    ToolsDeniedEvent,
 )
 from devall_cli.tools.base import (
     CallContext,
@@ -209,5 +211,35 @@ class BusToolEvents:
         self._emit(
             ServerRootsEvent(
                 run_id=self._run_id, server_id=server_id, roots=tuple(roots), reason=reason
+            )
+        )
+
+    def tool_denied(self, node_id: str, items: Sequence[Mapping[str, Any]]) -> None:
+        """`tool.denied`."""
+        self._emit(
+            ToolsDeniedEvent(run_id=self._run_id, node_id=node_id, tools=[dict(i) for i in items])
+        )
+
+    def tool_approval(
+        self,
+        node_id: str,
+        call_id: str,
+        tool: str,
+        server_id: str,
+        approved: bool,
+        by: str,
+        reason: str,
+    ) -> None:
+        """`tool.approval`."""
+        self._emit(
+            ToolApprovalEvent(
+                run_id=self._run_id,
+                node_id=node_id,
+                call_id=call_id,
+                tool=tool,
+                server_id=server_id,
+                approved=approved,
+                by=by,
+                reason=reason,
             )
         )

@@ -49,6 +49,7 @@ from devall_cli.tools.attachments import AttachmentStore
 from devall_cli.tools.base import Sampler, ToolSpec
 from devall_cli.tools.kinds.registry import parse_tooling
 from devall_cli.tools.normalize import render_for_model
+from devall_cli.tools.policy_config import check_tool_rules, parse_tool_policy, policy_shape
 
 COMMON_KEYS = frozenset(
     {
@@ -63,6 +64,7 @@ COMMON_KEYS = frozenset(
         "thinking",
         "memories",
         "skills",
+        "tool_policy",
     }
 )
 INPUT_MODES = ("messages", "prompt")
@@ -100,6 +102,8 @@ def parse_agent(ck: Checker, config: dict[str, Any], path: KeyPath) -> AgentConf
     thinking = parse_thinking(ck, config.get("thinking"), (*path, "thinking"))
     memories = parse_memory_refs(ck, config.get("memories"), (*path, "memories"))
     skills = parse_skills(ck, config.get("skills"), (*path, "skills"))
+    tool_policy = parse_tool_policy(ck, config.get("tool_policy"), (*path, "tool_policy"))
+    check_tool_rules(ck, tool_policy, tooling, "the node")
     if provider is None or (name is None and provider.name_required):
         return None
     return AgentConfig(
@@ -115,6 +119,7 @@ def parse_agent(ck: Checker, config: dict[str, Any], path: KeyPath) -> AgentConf
         thinking=thinking,
         memories=memories,
         skills=skills,
+        tool_policy=tool_policy,
         **reserved,
     )
 
@@ -391,6 +396,7 @@ def _shapes() -> dict[str, Schema]:
         "thinking": thinking_shape(),
         "memories": memory_refs_shape(),
         "skills": skills_shape(),
+        "tool_policy": policy_shape(),
     }
     for provider in PROVIDERS.all().values():
         shapes.update(provider.shapes())

@@ -9,6 +9,7 @@ from devall_cli.memory.base import MemoryRefConfig
 from devall_cli.providers.base import ModelSettings
 from devall_cli.skills.config import SkillsConfig
 from devall_cli.thinking.base import ThinkingConfig
+from devall_cli.tools.policy import NO_POLICY, ToolPolicy
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,7 @@ class AgentConfig(ModelSettings):
     thinking: ThinkingConfig | None = None  # a thinking stage (reflection, ...)
     memories: tuple[MemoryRefConfig, ...] = ()  # the graph's memory stores it reads and writes
     skills: SkillsConfig | None = None  # None: skills are off
+    tool_policy: ToolPolicy = NO_POLICY  # which tools the model is offered, which calls ask
 
     def tooling_entries(self) -> tuple[ToolingConfig, ...]:
         """The entries the agent's tools come from (config.model.HoldsTooling)."""

@@ -66,12 +66,27 @@ class NoOperator:
         )
 
 
+APPROVAL_WORDS = ("yes", "no", "always")  # what the answers file may say about a tool call
+
+
+@dataclass(frozen=True)
+class ToolApproval:
+    """One entry of the answers file's `tool_approvals`: which calls it decides, and how."""
+
+    key: str  # a glob on the final tool name, or `server:GLOB` on the server id
+    answers: tuple[str, ...]  # yes | no | always, one per call in order
+    repeat: bool = False  # a lone answer decides every call; a list is used up one per call
+    where: str = ""  # `answers.yaml:3` (for the trace: which line decided)
+
+
 @dataclass(frozen=True)
 class Answers:
-    """The replies of an answers file: by node path or id, and for any node (`*`)."""
+    """The replies of an answers file: by node path or id, and for any node (`*`); and the
+    decisions on tool calls that need approval (`tool_approvals`, in file order)."""
 
     file: str
     replies: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    approvals: tuple[ToolApproval, ...] = ()
 
 
 class ScriptedReplies:

@@ -50,6 +50,7 @@ from devall_cli.testing.verdicts import check_case, exit_expected, exit_result
 
 if TYPE_CHECKING:
     from devall_cli.cassette import Tape
+    from devall_cli.tools.policy import ToolPolicy
 
 
 class SuiteListener(Protocol):
@@ -78,6 +79,7 @@ class SuiteRequest:
     max_steps: int = DEFAULT_MAX_STEPS
     environ: Mapping[str, str] | None = None  # None: the process environment
     interrupt_code: Callable[[], int] = lambda: int(ExitCode.INTERRUPTED)
+    policy: ToolPolicy | None = None  # the command line's layer of the tool policy
 
 
 @dataclass
@@ -231,7 +233,9 @@ async def _run(
     session.subscribe(results)
     extra: dict[str, Any] = {}
     if tape is None:  # live: on the command's shared servers
-        extra["tool_manager_factory"] = env.pool.tool_manager_factory()
+        extra["tool_manager_factory"] = env.pool.tool_manager_factory(env.request.policy)
+    elif env.request.policy is not None:
+        extra["tool_manager_factory"] = _with_policy(env.request.policy)
     token = TASK_STORE.set(AttachmentStore(run_dir))
     error: DevallError | None = None
     try:
@@ -254,6 +258,17 @@ async def _run(
     if error is None and failure:
         error = RunFailedError(failure)
     return RunView(session.recorder.result(), tuple(log.events)), error
+
+
+def _with_policy(policy: ToolPolicy) -> Callable[..., Any]:
+    """The engine's ToolManager, with the command line's tool policy."""
+
+    def make(workflow: Workflow, **kwargs: Any) -> Any:
+        from devall_cli.tools.manager import ToolManager
+
+        return ToolManager(workflow, policy=policy, **kwargs)
+
+    return make
 
 
 def _masked(result: CaseResult, redactor: Redactor) -> CaseResult:

@@ -312,6 +312,25 @@ class ToolEvents(Protocol):
         """The roots a server was given (`listed`) or told have changed (`changed`)."""
         ...
 
+    def tool_denied(self, node_id: str, items: Sequence[Mapping[str, Any]]) -> None:
+        """The tool policy kept these tools from a node's model (`{"tool", "original_name",
+        "server_id", "rule", "layer"}` each)."""
+        ...
+
+    def tool_approval(
+        self,
+        node_id: str,
+        call_id: str,
+        tool: str,
+        server_id: str,
+        approved: bool,
+        by: str,
+        reason: str,
+    ) -> None:
+        """The decision on a call the tool policy does not allow outright (`by`: policy,
+        terminal, answers, no_terminal or remembered)."""
+        ...
+
 
 class ToolSource(Protocol):
     """One place tools come from: an MCP session or a functions directory."""

@@ -40,6 +40,8 @@ from devall_cli.tools.plan import (
     start_hint,
     tooling_type,
 )
+from devall_cli.tools.policy import Approver, ToolPolicy, Verdict
+from devall_cli.tools.policy_gate import PolicyGate
 
 DUPLICATE_MESSAGE = (
     "Duplicate tool name '{name}' detected. "
@@ -105,7 +107,15 @@ class ToolManager:
         stop_at_once: bool = False,
         direct_client: bool = False,
         tape: Tape | None = None,
+        policy: ToolPolicy | None = None,
+        approver: Approver | None = None,
+        list_denied: bool = False,
+        caller_approves: bool = False,
     ) -> None:
+        """`policy` is the command line's layer of the tool policy; `approver` decides the calls
+        it leaves to a person. `list_denied` (tools list and call): denied tools are listed too,
+        and calls of them refused; `caller_approves` (tools call): a call the policy would ask
+        about or refuse runs, the command's caller having asked for it."""
         self.workflow = workflow
         self._make_source = make_source  # a batch hands out the servers its tasks share
         if tape is not None:  # recorded through the real sources, or replayed without them
@@ -148,7 +158,16 @@ class ToolManager:
         self._infos: dict[str, ServerInfo] = {}
         self._listed: dict[str, tuple[float, list[RawTool]]] = {}
         self._routes: dict[str, dict[str, Route]] = {}
-        self._specs: dict[str, list[ToolSpec]] = {}
+        self._specs: dict[str, dict[str, ToolSpec]] = {}  # node id -> final name -> spec
+        self._list_denied = list_denied
+        self._gate = PolicyGate(
+            workflow.graph,
+            cli=policy,
+            approver=approver,
+            events=events,
+            mask=workflow.redactor.value,
+            caller_approves=caller_approves,
+        )
         self._warned: set[tuple[str, str]] = set()  # (source id, tool) refused for needing tasks
 
     # --- events ------------------------------------------------------------------------------
@@ -267,7 +286,8 @@ class ToolManager:
         return tools
 
     async def specs_for(self, node_id: str) -> list[ToolSpec]:
-        """The node's tools in declaration order, prefixed, filtered and checked for duplicates.
+        """The node's tools in declaration order, prefixed, filtered and checked for duplicates;
+        without those the tool policy denies (unless `list_denied`).
 
         `node_id` is the node's path (`outer/inner` for a node of a subgraph); a unit of a node
         run by a dynamic edge (`node#2`) has its node's tools.
@@ -306,9 +326,14 @@ class ToolManager:
             )
             for name, (_, plan, raw) in zip(names, offered, strict=True)
         ]
-        self._routes[node_id] = routes
-        self._specs[node_id] = specs
-        return specs
+        self._routes[node_id] = routes  # denied tools too: a call of one is refused, not unknown
+        self._specs[node_id] = {spec.name: spec for spec in specs}
+        allowed = self._gate.judge(node_id, node_path, specs)
+        return specs if self._list_denied else allowed
+
+    def verdict(self, node_id: str, name: str) -> Verdict | None:
+        """The tool policy's verdict on a tool of a node, once `specs_for` listed the node."""
+        return self._gate.verdict(declared_path(node_id, self.plan.tooling), name)
 
     def _offerable(self, tools: list[RawTool], plan: SourcePlan) -> list[RawTool]:
         """The tools a model may be offered: not those that can only run as tasks (warned once)."""
@@ -340,19 +365,28 @@ class ToolManager:
         *,
         context: CallContext | None = None,
     ) -> ToolResult:
-        """Call a tool by the final name the node offered; unknown names are error results.
+        """Call a tool by the final name the node offered; unknown names are error results, and
+        so are calls the tool policy refuses (`refused_by_policy`).
 
         `context` goes to the source: who answers what its server asks during the call.
         """
         if node_id not in self._routes:
             await self.specs_for(node_id)
         route = self._routes[node_id].get(name)
+        node_path = declared_path(node_id, self.plan.tooling)
         if route is None:
-            known = ", ".join(sorted(self._routes[node_id])) or "none"
+            # Named as the model knows them: not the tools the policy keeps from it.
+            shown = [n for n in self._routes[node_id] if self._gate.offered(node_path, n)]
+            known = ", ".join(sorted(shown)) or "none"
             text = f"unknown tool '{name}' (this node's tools: {known})"
             return ToolResult(
                 (TextBlock(text, tool_name=name, source="devall"),), True, "unknown_tool"
             )
+        call_id = context.call_id if context is not None else ""
+        spec = self._specs[node_id][name]
+        refused = await self._gate.admit(node_id, node_path, spec, arguments, call_id)
+        if refused is not None:
+            return refused
         if route.source_id not in self._infos:
             await self.start_source(self.plan.source(route.source_id))
         with self._masking():

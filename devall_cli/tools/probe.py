@@ -2,7 +2,9 @@
 
 Beside each server's health, the probe checks what `run` would refuse once the tools are
 known: two servers offering one node the same tool name (the duplicate-name check of the tool
-manager, run on the listings the probe got).
+manager, run on the listings the probe got). It also counts what the tool policy (the command
+line's and the top graph's layers; nodes' own policies are not applied) decides for each
+server's tools, and says whether a local server runs sandboxed.
 """
 
 from __future__ import annotations
@@ -27,7 +29,10 @@ from devall_cli.tools.plan import (
     start_hint,
     tooling_type,
 )
+from devall_cli.tools.policy import Decision, ToolPolicy, decide
+from devall_cli.tools.policy_gate import Layers, graph_layers
 
+DECISIONS: tuple[Decision, ...] = ("allow", "deny", "ask", "refuse")
 # How the probe's text and JSON name the MCP client that spoke to a server.
 CLIENT_NAMES = {"direct": "light", "fastmcp": "fastmcp"}
 
@@ -53,6 +58,9 @@ class ProbeReport:
     roots: tuple[str, ...] = ()  # the roots offered to the server (`file://` URIs)
     task_only: int = 0  # listed tools that can only run as tasks: not offered
     client: str | None = None  # the MCP client that spoke to it: light | fastmcp
+    # How many offered tools the tool policy allows, denies, asks about, refuses.
+    policy: Mapping[str, int] = field(default_factory=lambda: dict.fromkeys(DECISIONS, 0))
+    sandbox: Mapping[str, Any] | None = None  # how a local server runs confined (None: not)
 
 
 @dataclass(frozen=True)
@@ -84,13 +92,38 @@ def workflow_targets(workflow: Workflow) -> list[SourcePlan]:
 
 
 async def probe_workflow(
-    workflow: Workflow, *, timeout: float, ctx: SourceContext | None = None
+    workflow: Workflow,
+    *,
+    timeout: float,
+    ctx: SourceContext | None = None,
+    policy: ToolPolicy | None = None,
 ) -> ProbeOutcome:
-    """Probe the workflow's servers, then check each node's tool names as `run` would."""
+    """Probe the workflow's servers, then check each node's tool names as `run` would.
+
+    `policy` is the command line's layer of the tool policy.
+    """
     listed: dict[str, list[RawTool]] = {}
     targets = workflow_targets(workflow)
     reports = await probe_servers(targets, timeout=timeout, ctx=ctx, listed=listed)
+    layers = graph_layers(workflow.graph, policy)
+    plans = {plan.id: plan for plan in targets}
+    reports = [
+        replace(r, policy=policy_counts(plans[r.id], listed.get(r.id, []), layers))
+        for r in reports
+    ]
     return ProbeOutcome(reports, await tool_conflicts(workflow, listed))
+
+
+def policy_counts(plan: SourcePlan, tools: Sequence[RawTool], layers: Layers) -> dict[str, int]:
+    """How many of the server's offered tools get each decision (by their first entry's name)."""
+    from devall_cli.tools.manager import offerable
+
+    counts: dict[str, int] = dict.fromkeys(DECISIONS, 0)
+    for tool in tools:
+        if offerable(tool):
+            final = plan.tooling.final_name(tool.name)
+            counts[decide(final, plan.id, tool.annotations, layers).decision] += 1
+    return counts
 
 
 async def probe_servers(
@@ -205,6 +238,7 @@ def _healthy(
         tools=offered,
         task_only=len(tools) - offered,
         client=CLIENT_NAMES.get(str(getattr(source, "client", "fastmcp")), "fastmcp"),
+        sandbox=dict(info.sandbox) if info.sandbox is not None else None,
         connect_ms=round(connect_ms, 1),
         list_ms=round(list_ms, 1),
         log_tail=_tail(source),

@@ -32,6 +32,7 @@ from devall_cli.memory.base import MemoryRefConfig
 from devall_cli.memory.config import check_memory_refs, declared_names, parse_memory_list
 from devall_cli.nodes import NODE_TYPES
 from devall_cli.text import suggest
+from devall_cli.tools.policy_config import check_server_rules, parse_tool_policy
 from devall_cli.workflow.node_entry import parse_node
 
 GRAPH_KEYS = KeySpec(
@@ -46,6 +47,7 @@ GRAPH_KEYS = KeySpec(
             "vars",
             "is_majority_voting",
             "memory",
+            "tool_policy",
         }
     ),
     ignored=frozenset(
@@ -124,6 +126,7 @@ def _parse_graph(
     description = opt_str(ck, graph, "description", path)
     voting = opt_bool(ck, graph, "is_majority_voting", path, False)
     memory = parse_memory_list(ck, graph.get("memory"), (*path, "memory"))
+    tool_policy = parse_tool_policy(ck, graph.get("tool_policy"), (*path, "tool_policy"))
     nodes, ids, parsed = _nodes(ck, graph, path)
     check_memory_refs(ck, _memory_refs(parsed), declared_names(graph.get("memory")))
     start = _node_list(ck, graph, "start", path, ids, required=start_required)
@@ -139,7 +142,7 @@ def _parse_graph(
         _check_cycle_exits(ck, nodes, edges, ends, path)
     if nodes is None:
         return None
-    return GraphConfig(
+    parsed_graph = GraphConfig(
         nodes=nodes,
         start=start,
         end=end,
@@ -149,7 +152,11 @@ def _parse_graph(
         is_majority_voting=voting,
         path=format_path(path),
         memory=memory,
+        tool_policy=tool_policy,
     )
+    if ck.error_count == errors_before:  # server ids are only sure for a graph without errors
+        check_server_rules(ck, parsed_graph)
+    return parsed_graph
 
 
 def _memory_refs(nodes: list[NodeConfig]) -> list[MemoryRefConfig]:

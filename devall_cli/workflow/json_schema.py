@@ -56,6 +56,7 @@ def _config_of(*, strict: bool) -> Any:
 def _graph() -> Schema:
     from devall_cli.memory.base import MEMORY_STORES
     from devall_cli.memory.config import STORE_KEYS
+    from devall_cli.tools.policy_config import policy_shape
     from devall_cli.workflow.graph import GRAPH_KEYS
 
     names = one_or_many({"type": "string"})
@@ -67,6 +68,7 @@ def _graph() -> Schema:
         "end": names,
         "vars": {"type": ["object", "null"]},
         "memory": array_of(stores),
+        "tool_policy": policy_shape(),
     }
     return keys_object(GRAPH_KEYS, strict=False, shapes=shapes)
 

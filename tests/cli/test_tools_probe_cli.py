@@ -100,6 +100,7 @@ def test_tools_list_table_and_json(tmp_path: Path, remote: ServerProcess) -> Non
         "roots",
         "_meta",
         "execution",
+        "policy",
     }
     assert add["input_schema"]["required"] == ["a", "b"]
     assert add["roots"] == []  # none unless configured
@@ -224,6 +225,8 @@ def test_probe_mixed_servers_concurrently(tmp_path: Path, remote: ServerProcess)
         "roots",
         "task_only",
         "client",
+        "policy",
+        "sandbox",
     }
     for row in doc["servers"]:
         assert set(row) == keys

@@ -6,6 +6,7 @@
     --asks METHOD    during each call, asks the client METHOD first and answers with its reply
     --asks-times N   with --asks: asks N times in each call (answers with the list of replies)
     --fixture        also lists the fixture tools below (callable by name either way)
+    --annotated      with --fixture: the fixture tools carry annotation hints (ANNOTATIONS)
     --record PATH    appends one JSON line per `sleep` call: tag, start, end, in_flight, peak
     --cancel-asked   with --asks: cancels its own request at once (notifications/cancelled) and
                      answers the call without waiting for the client's reply
@@ -144,6 +145,14 @@ FIXTURE_TOOLS = [
     {"name": "pid", "description": "The server's process id.", "inputSchema": _schema()},
     {"name": "die", "description": "Exit with status 7 mid-call.", "inputSchema": _schema()},
 ]
+# With --annotated, for the tool policy: read-only tools, a destructive one, one that says it
+# is not destructive; every other fixture tool says nothing (the MCP spec's defaults hold).
+ANNOTATIONS = {
+    "echo": {"readOnlyHint": True},
+    "add": {"readOnlyHint": True, "idempotentHint": True},
+    "die": {"readOnlyHint": False, "destructiveHint": True},
+    "pid": {"readOnlyHint": False, "destructiveHint": False},
+}
 # Over HTTP only: what the request of a call carried.
 REQUEST_HEADER = {
     "name": "request_header",
@@ -479,7 +488,12 @@ def main() -> None:
     parser.add_argument("--refuse", type=int, default=0)
     # With --fixture, also lists `research`, which can only be called as a task.
     parser.add_argument("--task-only", action="store_true")
+    parser.add_argument("--annotated", action="store_true")
     options = parser.parse_args()
+    if options.annotated:
+        for entry in FIXTURE_TOOLS:
+            if entry["name"] in ANNOTATIONS:
+                entry["annotations"] = ANNOTATIONS[entry["name"]]
     if options.task_only:
         research = {"name": "research", "inputSchema": {"type": "object"}}
         FIXTURE_TOOLS.append({**research, "execution": {"taskSupport": "required"}})

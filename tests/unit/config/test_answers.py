@@ -102,3 +102,62 @@ def test_secrets_are_masked_in_quoted_source_lines(tmp_path: Path) -> None:
         load_answers(path, HUMANS, Redactor(["sk-answers-secret-123"]))
     (issue,) = caught.value.issues
     assert "sk-answers" not in issue.source_line and "***" in issue.source_line
+
+
+# --- tool_approvals: the decisions on tool calls the policy leaves to a person -----------------
+
+
+def test_tool_approvals_map_tool_globs_to_answers_in_file_order(tmp_path: Path) -> None:
+    answers = load(
+        tmp_path,
+        "review: [ok]\n"
+        "tool_approvals:\n"
+        "  write_*: [yes, No, ALWAYS]\n"
+        "  server:fs: always\n"
+        "  delete: [true, false]\n"
+        "  rm: false\n",
+    )
+    assert answers.replies == {"review": ("ok",)}
+    assert [(a.key, a.answers, a.repeat) for a in answers.approvals] == [
+        ("write_*", ("yes", "no", "always"), False),
+        ("server:fs", ("always",), True),
+        ("delete", ("yes", "no"), False),
+        ("rm", ("no",), True),
+    ]
+    assert answers.approvals[1].where.endswith("answers.yaml:4")
+
+
+def test_a_human_node_named_tool_approvals_keeps_its_replies(tmp_path: Path) -> None:
+    path = tmp_path / "answers.yaml"
+    path.write_text("tool_approvals: [first, second]\n")
+    answers = load_answers(path, {"tool_approvals"}, Redactor())
+    assert answers.replies == {"tool_approvals": ("first", "second")} and answers.approvals == ()
+    path.write_text("tool_approvals: {write_*: yes}\n")  # a mapping is never replies
+    answers = load_answers(path, {"tool_approvals"}, Redactor())
+    assert answers.replies == {} and answers.approvals[0].key == "write_*"
+
+
+def test_bad_tool_approvals_are_reported_at_once_with_their_place(tmp_path: Path) -> None:
+    found = issues(
+        tmp_path,
+        "tool_approvals:\n"
+        "  write_*: [yes, maybe]\n"
+        "  'bad[': yes\n"
+        "  destructiveHint: no\n"
+        "  ok: {a: 1}\n"
+        "review: [fine]\n",
+    )
+    assert found == [
+        "answers.yaml:2:18: tool_approvals.write_*[1]: an approval must be yes, no or always, "
+        "got 'maybe' (text)",
+        "answers.yaml:3:3: tool_approvals.bad[: the glob 'bad[' has an unclosed '[' (a key of "
+        "tool_approvals is a tool glob or server:GLOB)",
+        "answers.yaml:4:3: tool_approvals.destructiveHint: 'destructiveHint' is an annotation "
+        "hint: a key of tool_approvals names tools (a glob on the tool name, or server:GLOB)",
+        "answers.yaml:5:7: tool_approvals.ok: an approval must be yes, no or always, got a mapping",
+    ]
+    (listed,) = issues(tmp_path, "tool_approvals: [yes]\n")
+    assert listed == (
+        "answers.yaml:1:17: tool_approvals: tool_approvals must be a mapping of tool names "
+        "(globs, or server:GLOB) to yes, no or always, got a list"
+    )

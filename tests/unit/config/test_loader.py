@@ -599,7 +599,7 @@ def test_unknown_keys_in_nodes_and_tooling_are_errors_with_suggestions(tmp_path:
         f"{base}.config.tolling": "unknown key 'tolling'; did you mean 'tooling'?",
         f"{base}.config.completely_unrelated": (
             "unknown key 'completely_unrelated' (known keys: api_key, base_url, input_mode, "
-            "memories, name, params, provider, role, skills, thinking, tooling)"
+            "memories, name, params, provider, role, skills, thinking, tool_policy, tooling)"
         ),
     }
 
