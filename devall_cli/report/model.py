@@ -41,6 +41,7 @@ class ToolCall:
     is_error: bool = False
     error_class: str | None = None
     finished: bool = False
+    approval: dict[str, Any] | None = None  # the policy's decision on it (`tool.approval`)
 
 
 @dataclass
@@ -107,6 +108,21 @@ class ServerSpan:
     started: float
     ready: float | None = None
     status: str = "starting"
+    sandbox: dict[str, Any] | None = None  # how a local server ran confined (server.ready)
+
+
+@dataclass
+class PolicyView:
+    """What the tool policy did: tools kept from nodes, decisions on calls, calls refused."""
+
+    denied: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # by node path
+    approvals: list[dict[str, Any]] = field(default_factory=list)
+    refused_calls: int = 0
+
+    @property
+    def empty(self) -> bool:
+        """Whether there is nothing to show."""
+        return not self.denied and not self.approvals and not self.refused_calls
 
 
 @dataclass
@@ -131,6 +147,7 @@ class RunLog:
     nodes: list[NodeView] = field(default_factory=list)
     servers: list[ServerSpan] = field(default_factory=list)
     notes: list[dict[str, Any]] = field(default_factory=list)
+    policy: PolicyView = field(default_factory=PolicyView)
     fired: set[tuple[str, str]] = field(default_factory=set)  # declared paths of used edges
     result: dict[str, Any] = field(default_factory=dict)  # result.json as written
     problems: list[str] = field(default_factory=list)  # what could not be read

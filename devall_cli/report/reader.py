@@ -24,6 +24,7 @@ from devall_cli.report.model import (
     ToolCall,
     Visit,
 )
+from devall_cli.report.policy import PolicyFold, finish_policy
 
 EVENTS, RESULT = "events.jsonl", "result.json"
 
@@ -47,6 +48,7 @@ def read_run(run_dir: Path) -> RunLog:
         fold.take(event)
     fold.finish()
     _apply_result(log)
+    finish_policy(log)
     _order_nodes(log)
     _interrupted_not_failed(log)
     return log
@@ -105,8 +107,8 @@ def _texts(value: Any) -> list[str]:
     return [item for item in value if isinstance(item, str)] if isinstance(value, list) else []
 
 
-class _Fold:
-    """Folds the events, in order, into the log's nodes, visits, servers and notes."""
+class _Fold(PolicyFold):
+    """Folds the events, in order, into the log's nodes, visits, servers, notes and policy."""
 
     def __init__(self, log: RunLog) -> None:
         self.log = log
@@ -116,6 +118,7 @@ class _Fold:
         self.calls: dict[tuple[str, str], ToolCall] = {}
         self.waits: dict[tuple[str, str, int], Step] = {}  # human and code steps by visit
         self.servers: dict[str, ServerSpan] = {}
+        self._pending: dict[tuple[str, str], dict[str, Any]] = {}
         self.last_ts = 0.0
 
     def take(self, event: dict[str, Any]) -> None:
@@ -177,6 +180,8 @@ class _Fold:
         span = self.servers.get(_str(event.get("server_id")))
         if span is not None:
             span.ready, span.status = ts, "ready"
+            sandbox = event.get("sandbox")
+            span.sandbox = sandbox if isinstance(sandbox, dict) else None
 
     def _server_exited(self, event: dict[str, Any], ts: float) -> None:
         span = self.servers.get(_str(event.get("server_id")))
@@ -282,6 +287,7 @@ class _Fold:
             source=_str(event.get("source")),
             server=_str(event.get("server")),
             arguments=event.get("arguments"),
+            approval=self._approval_of(path, _str(event.get("call_id"))),
         )
         self.calls[(path, call.call_id)] = call
         self._visit(path, ts).steps.append(Step("tool", ts, call=call))

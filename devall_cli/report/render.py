@@ -24,6 +24,7 @@ from devall_cli.report.attachments import Attachments
 from devall_cli.report.model import NodeView, RunLog
 from devall_cli.report.timeline import Timeline, build_timeline, node_span, seconds_text
 from devall_cli.text import clean_text, visible
+from devall_cli.trace.policy_text import sandbox_text
 
 TEXT_LIMIT = 20_000  # characters of one text shown; the rest stays in events.jsonl
 OPEN_NODES = 8  # a run of at most this many nodes shows them all opened
@@ -42,7 +43,13 @@ def render_report(log: RunLog, report_path: Path) -> str:
         lstrip_blocks=True,
     )
     env.filters.update(
-        dur=_duration, clip=_clip, pretty=_pretty, size=_size, shown=_shown, at=_at(log)
+        dur=_duration,
+        clip=_clip,
+        pretty=_pretty,
+        size=_size,
+        shown=_shown,
+        at=_at(log),
+        sandbox=lambda value: sandbox_text(value if isinstance(value, dict) else None),
     )
     attachments = Attachments(log.run_dir, report_path.parent)
     for block in _attachment_blocks(log):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from devall_cli.report.model import NodeView, RunLog, Step
+from devall_cli.report.policy import refused
 
 MIN_SPAN = 0.001  # seconds: a run that took no time still gets an axis
 
@@ -21,7 +22,7 @@ class Bar:
     left: float
     width: float
     lane: int
-    kind: str  # visit-<status>, model, tool, tool-error, human, code, memory, server-<status>
+    kind: str  # visit-<status>, model, tool, tool-error, tool-refused, human, code, memory, ...
     tip: str
 
 
@@ -136,6 +137,8 @@ def _pack(row: Row, placed: list[tuple[Bar, int]]) -> None:
 
 
 def _kind(step: Step) -> str:
+    if step.call is not None and step.call.finished and refused(step.call):
+        return "tool-refused"
     if step.call is not None and step.call.is_error:
         return "tool-error"
     if step.kind == "code" and step.data.get("end_status") not in (None, "ok"):
@@ -153,6 +156,8 @@ def _tip(step: Step) -> str:
         return f"model round {turn.round}{stage}: {took}{extra}"
     if step.call is not None:
         error = " (error)" if step.call.is_error else ""
+        if step.call.finished and refused(step.call):
+            error = " (refused by the tool policy)"
         return f"tool {step.call.tool}{error}: {took}"
     if step.kind == "human":
         return f"waiting for a human reply: {took}"

@@ -47,6 +47,8 @@ from devall_cli.events import (
 from devall_cli.redaction import Redactor
 from devall_cli.text import visible
 from devall_cli.trace.console_mcp import McpRequestsTrace
+from devall_cli.trace.console_policy import PolicyTrace, sandbox_suffix
+from devall_cli.trace.policy_text import REFUSED_BY_POLICY
 from devall_cli.trace.recorder import RunRecorder, RunResult
 from devall_cli.trace.status import WaitState
 
@@ -117,7 +119,7 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-class ConsoleSink(McpRequestsTrace):
+class ConsoleSink(McpRequestsTrace, PolicyTrace):
     """Renders events to a Rich console; `quiet` prints nothing."""
 
     def __init__(
@@ -232,7 +234,9 @@ class ConsoleSink(McpRequestsTrace):
         details = [event.server_name or "", f"protocol {event.protocol_version}"]
         details += [f"{event.tools} tools", format_ms(event.connect_ms)]
         shown = " · ".join(d for d in details if d and not d.endswith("None"))
+        shown += sandbox_suffix(event.sandbox)
         self._print(f"✓ server '{event.server_id}' ready · {shown}", "green")
+        self._sandbox_note(f"server '{event.server_id}'", event.sandbox)
 
     def _on_server_log(self, event: ServerLogEvent) -> None:
         # A server's own warnings and errors are shown in the normal trace too.
@@ -334,8 +338,12 @@ class ConsoleSink(McpRequestsTrace):
             self._print(self._body(event.reply) or "(empty reply)", body=True)
 
     def _on_code_started(self, event: CodeStartedEvent) -> None:
+        confined = sandbox_suffix(event.sandbox)
         if self.verbose:
-            self._print(f"… {event.node_id} runs {' '.join(event.command)}", "dim")
+            self._print(f"… {event.node_id} runs {' '.join(event.command)}{confined}", "dim")
+        elif confined:  # how a script is confined is worth a line in the normal trace too
+            self._print(f"… {event.node_id} runs {event.script}{confined}", "dim")
+        self._sandbox_note(f"{event.node_id}'s script", event.sandbox)
 
     def _on_code_finished(self, event: CodeFinishedEvent) -> None:
         took = format_ms(event.duration_ms)
@@ -399,14 +407,17 @@ class ConsoleSink(McpRequestsTrace):
         call = self._calls.pop(event.call_id, None)
         self._progress_shown.pop(event.call_id, None)
         infra = isinstance(event, ToolErrorEvent)
-        style = "red" if event.is_error else "green"
+        refused = event.error_class == REFUSED_BY_POLICY
+        style = "yellow" if refused else "red" if event.is_error else "green"
         title = f"tool {event.tool} · {event.node_id}"
         if event.original_name and event.original_name != event.tool:
             title += f" ({event.original_name})"
         where = " ".join(p for p in (event.source, event.server) if p)
         title += f" · {where}" if where else ""
         title += f" · {format_ms(event.duration_ms)}"
-        if event.is_error:
+        if refused:
+            title += " · refused by the tool policy"
+        elif event.is_error:
             label = "infrastructure error" if infra else "error"
             title += f" · {label}" + (f" ({event.error_class})" if event.error_class else "")
         body = Text()
@@ -448,25 +459,34 @@ class ConsoleSink(McpRequestsTrace):
                 Text(str(node.tokens.total)),
                 Text(format_ms(node.duration_ms)),
             )
-        failed = result.tool_errors
-        calls = f"{result.tool_calls} ({failed} failed)" if failed else str(result.tool_calls)
+        refused = result.policy.refused_calls
+        failed = result.tool_errors - refused  # a refused call is the policy's doing, no failure
+        notes = [f"{failed} failed" if failed else "", f"{refused} refused" if refused else ""]
+        shown = ", ".join(n for n in notes if n)
+        calls = f"{result.tool_calls} ({shown})" if shown else str(result.tool_calls)
         table.add_row(
             Text("total", style="bold"),
             Text(event.status, style="bold"),
             Text(str(result.model_calls)),
-            Text(calls, style="yellow" if failed else ""),
+            Text(calls, style="yellow" if shown else ""),
             Text(str(result.tokens.total)),
             Text(format_ms(event.duration_ms)),
         )
         self.console.print(table)
-        self._print_status_line(event, failed)
+        self._print_status_line(event, failed, refused)
 
-    def _print_status_line(self, event: RunFinishedEvent, tool_errors: int = 0) -> None:
+    def _print_status_line(
+        self, event: RunFinishedEvent, tool_errors: int = 0, refused: int = 0
+    ) -> None:
         took = format_ms(event.duration_ms)
-        if event.status == "ok" and tool_errors:
+        if event.status == "ok" and (tool_errors or refused):
             # The run went on (tool failures are data the model sees), but the user must see it.
-            calls = "call" if tool_errors == 1 else "calls"
-            self._print(f"✓ run ok in {took}, but {tool_errors} tool {calls} failed", "bold yellow")
+            said = [
+                f"{_plural(tool_errors, 'tool call')} failed" if tool_errors else "",
+                f"{_plural(refused, 'tool call')} refused by the tool policy" if refused else "",
+            ]
+            but = " and ".join(part for part in said if part)
+            self._print(f"✓ run ok in {took}, but {but}", "bold yellow")
         elif event.status == "ok":
             self._print(f"✓ run ok in {took}", "bold green")
         elif event.status == "interrupted":

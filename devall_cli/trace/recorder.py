@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from devall_cli.events import (
     AttachmentSavedEvent,
     CodeFinishedEvent,
+    CodeStartedEvent,
     EmbeddingsEvent,
     Event,
     GraphNoteEvent,
@@ -25,6 +27,7 @@ from devall_cli.events import (
     ServerStartingEvent,
     ToolResultEvent,
 )
+from devall_cli.trace.policy_record import PolicyRecord, PolicyRecording
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,7 @@ class ServerRecord:
     server_name: str | None = None
     tools: int = 0
     connect_ms: float = 0.0
+    sandbox: Mapping[str, Any] | None = None  # how a local server runs confined (None: it does not)
 
 
 @dataclass(frozen=True)
@@ -148,6 +152,7 @@ class RunResult:
     human_replies: tuple[dict[str, Any], ...] = ()  # {node, visit, channel, reply}
     code_runs: tuple[dict[str, Any], ...] = ()  # {node, visit, script, status, exit_code, ...}
     memory: tuple[MemoryRecord, ...] = ()
+    policy: PolicyRecord = field(default_factory=PolicyRecord)
 
     @property
     def node_outputs(self) -> dict[str, str]:
@@ -178,7 +183,7 @@ class RunResult:
         return total
 
 
-class RunRecorder:
+class RunRecorder(PolicyRecording):
     """An event sink that keeps the running summary of one run."""
 
     def __init__(self) -> None:
@@ -191,6 +196,8 @@ class RunRecorder:
         self._replies: list[dict[str, Any]] = []
         self._code_runs: list[dict[str, Any]] = []
         self._memory: dict[tuple[str, str], MemoryRecord] = {}
+        self._sandboxes: dict[tuple[str, int], Mapping[str, Any]] = {}  # of scripts running
+        self._start_policy()
 
     def __call__(self, event: Event) -> None:
         """Take one event into account."""
@@ -210,6 +217,7 @@ class RunRecorder:
             human_replies=tuple(self._replies),
             code_runs=tuple(self._code_runs),
             memory=tuple(self._memory.values()),
+            policy=self._policy_record(),
         )
 
     def node(self, node_id: str) -> NodeRecord:
@@ -278,7 +286,12 @@ class RunRecorder:
             }
         )
 
+    def _on_code_started(self, event: CodeStartedEvent) -> None:
+        if event.sandbox is not None:
+            self._sandboxes[(event.node_id, event.visit)] = event.sandbox
+
     def _on_code_finished(self, event: CodeFinishedEvent) -> None:
+        sandbox = self._sandboxes.pop((event.node_id, event.visit), None)
         self._code_runs.append(
             {
                 "node": event.node_id,
@@ -287,6 +300,7 @@ class RunRecorder:
                 "status": event.status,
                 "exit_code": event.exit_code,
                 "duration_ms": event.duration_ms,
+                "sandbox": dict(sandbox) if sandbox is not None else None,
             }
         )
 
@@ -303,6 +317,7 @@ class RunRecorder:
         )
 
     def _on_tool_result(self, event: ToolResultEvent) -> None:
+        self._count_refused(event)
         node = self.node(event.node_id)
         self._update_node(event.node_id, tool_calls=node.tool_calls + 1)
         stats = self._tools.get(event.tool) or ToolStats(
@@ -336,6 +351,7 @@ class RunRecorder:
             server_name=event.server_name,
             tools=event.tools,
             connect_ms=event.connect_ms,
+            sandbox=dict(event.sandbox) if event.sandbox is not None else None,
         )
 
     def _on_server_exited(self, event: ServerExitedEvent) -> None:

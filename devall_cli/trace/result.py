@@ -16,6 +16,7 @@ from devall_cli.node_paths import declared_path
 from devall_cli.redaction import Redactor
 from devall_cli.run_files import write_failure
 from devall_cli.text import clean_text
+from devall_cli.trace.policy_record import PolicyRecord
 from devall_cli.trace.recorder import (
     AttachmentRecord,
     NodeRecord,
@@ -73,6 +74,14 @@ def _attachment(record: AttachmentRecord) -> dict[str, Any]:
         "sha256": record.sha256,
         "tool": record.tool,
         "node": record.node_id,
+    }
+
+
+def _policy(record: PolicyRecord) -> dict[str, Any]:
+    return {
+        "denied": {node: [dict(item) for item in items] for node, items in record.denied.items()},
+        "approvals": [dict(item) for item in record.approvals],
+        "refused_calls": record.refused_calls,
     }
 
 
@@ -142,6 +151,8 @@ def build_result(
             "tokens": _tokens(result.tokens),
         },
     }
+    if not result.policy.empty:  # only when the policy hid a tool or decided a call
+        document["policy"] = _policy(result.policy)
     redacted: dict[str, Any] = redactor.value(document)
     return redacted
 
