@@ -80,6 +80,8 @@ def plan_pool(concurrency: int, tasks: int, cpus: int) -> tuple[int, int]:
 
 def worker_spec(env: TaskEnv) -> WorkerSpec:
     """What the workers need to load the workflow as the driver did."""
+    from devall_cli.procs.sandbox import default_sandbox
+
     path = env.workflows.path.resolve()
     return WorkerSpec(
         workflow_path=str(path),
@@ -90,6 +92,7 @@ def worker_spec(env: TaskEnv) -> WorkerSpec:
         answers=env.answers,
         policy=env.policy,
         approver=env.approver,
+        sandbox=default_sandbox(),
     )
 
 

@@ -39,6 +39,7 @@ class WorkerSpec:
     answers: Answers | None = None
     policy: ToolPolicy | None = None  # the command line's layer of the tool policy
     approver: Callable[[], Approver] | None = None  # a picklable maker, one approver per task
+    sandbox: str = "off"  # the driver's --sandbox default: workers are other processes
 
 
 def workflow_file(spec: WorkerSpec, shipped_dir: Path) -> Path:
@@ -85,7 +86,9 @@ class BatchWorker:
         from devall_cli.batch.shared_tools import SharedSources
         from devall_cli.batch.task_run import TaskEnv
         from devall_cli.batch.workflows import WorkflowSet
+        from devall_cli.procs.sandbox import set_default_sandbox
 
+        set_default_sandbox(spec.sandbox)  # before any server of this worker is spawned
         self.scratch = Path(tempfile.mkdtemp(prefix="devall-worker-"))
         env_file: Path | None = None
         if spec.dotenv_text is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -188,6 +189,20 @@ async def test_a_worker_runs_tasks_from_the_shipped_folder_on_one_server(tmp_pat
         assert result["status"] == "ok"
     assert [name for name, _ in logs] == ["raw_server.log"]  # one server for both tasks
     assert not worker.scratch.exists()
+
+
+async def test_a_worker_confines_its_children_as_the_driver_would(tmp_path: Path) -> None:
+    from devall_cli.procs.sandbox import default_sandbox, set_default_sandbox
+
+    scripted_workflow(tmp_path, "hi", tooling=[fixture_tooling()])
+    spec = WorkerSpec(workflow_path=str(tmp_path / "flow.yaml"), workflow_name="flow.yaml")
+    assert spec.sandbox == "off"
+    try:
+        worker = BatchWorker(dataclasses.replace(spec, sandbox="prefer"))
+        assert default_sandbox() == "prefer"  # the driver's --sandbox, before any spawn
+        await worker.close()
+    finally:
+        set_default_sandbox(None)
 
 
 def test_an_address_nobody_listens_on_is_refused_at_once() -> None:
