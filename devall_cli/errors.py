@@ -16,6 +16,8 @@
     ├── RemoteError                   exit 5   the other side answered, but wrongly
     │   ├── ProtocolError                      MCP protocol error
     │   └── LLMHTTPError                       model endpoint HTTP error after retries
+    ├── DriftError                    exit 7   the servers' tools drifted from the lockfile
+    ├── BudgetError                   exit 8   --max-cost / --max-tokens / --max-model-calls reached
     └── InterruptedRunError           exit 130 Ctrl-C (143 for SIGTERM)
 
 The core raises these and never exits; the CLI maps them to exit codes in one place.
@@ -61,6 +63,8 @@ class ExitCode(IntEnum):
     CONNECTION = 4
     REMOTE = 5
     REPLAY_MISMATCH = 6  # a replayed run asked for something its cassette does not hold
+    DRIFT = 7  # a server's tools drifted from the lockfile in a breaking way (tools lock)
+    BUDGET = 8  # a run reached its --max-cost / --max-tokens / --max-model-calls budget
     INTERNAL = 70  # EX_SOFTWARE: a bug in devall (an unexpected exception), not a failed run
     INTERRUPTED = 130
     TERMINATED = 143
@@ -249,6 +253,33 @@ class ReplayMismatchError(DevallError):
 
     exit_code = ExitCode.REPLAY_MISMATCH
     status: str = "replay_mismatch"
+
+
+class DriftError(DevallError):
+    """The servers' tools drifted from the lockfile in a breaking way (or at all, `--strict`)."""
+
+    exit_code = ExitCode.DRIFT
+    status: str = "drift"
+
+
+class BudgetError(DevallError):
+    """A run (or a batch) reached its --max-cost, --max-tokens or --max-model-calls budget."""
+
+    exit_code = ExitCode.BUDGET
+    status: str = "budget"
+
+    def __init__(
+        self, message: str, *, kind: str, limit: float, spent: float, scope: str = "run"
+    ) -> None:
+        super().__init__(message)
+        self.kind = kind  # cost | tokens | model_calls
+        self.limit = limit
+        self.spent = spent
+        self.scope = scope  # run | batch
+
+    def record(self) -> dict[str, object]:
+        """The `budget` object of result.json and summary.json."""
+        return {"kind": self.kind, "limit": self.limit, "spent": self.spent, "scope": self.scope}
 
 
 class InterruptedRunError(DevallError):

@@ -44,7 +44,8 @@ def main_callback(
     """Run ChatDev 2.0 (DevAll) workflows whose agents use MCP tools.
 
     Exit codes: 0 ok, 1 run or probe failed, 2 usage, 3 config, 4 connection,
-    5 remote, 6 replay mismatch, 70 internal error (a bug), 130 interrupted (143 on SIGTERM).
+    5 remote, 6 replay mismatch, 7 tool drift, 8 budget reached, 70 internal error (a bug),
+    130 interrupted (143 on SIGTERM).
     """
     STATE.debug = debug
     if debug:
@@ -68,6 +69,7 @@ from devall_cli.cli import (  # noqa: E402,F401
     batch_cmd,
     graph_cmd,
     init_cmd,
+    lock_cmd,
     probe_cmd,
     prompts_cmd,
     report_cmd,

@@ -1,4 +1,4 @@
-"""Local servers spawned before the CLI is even imported, for `tools list` and `probe`.
+"""Local servers spawned before the CLI is even imported, for `tools list|lock|diff` and `probe`.
 
 These commands wait for their local servers to start, so every millisecond before the spawn is
 a millisecond of the command. Typer, Rich, the commands and Typer's parsing of the command line
@@ -8,9 +8,11 @@ as the command will and spawns its local servers (head_start.py), all before Typ
 the command then parses and loads as always, and its `HeadStart` adopts the running processes
 (same source id, same config) instead of spawning them again.
 
-Only the plain forms are taken: `devall [--debug] [--no-color] tools list WORKFLOW` and
-`devall ... probe WORKFLOW`, with `--var`, `--env-file`, `--json`, `--schema`, `--timeout`,
-`--junit`, the tool policy's `--allow-tool`, `--deny-tool` and `--approve`, and `--sandbox`
+Only the plain forms are taken: `devall [--debug] [--no-color] tools list WORKFLOW`,
+`devall ... tools lock WORKFLOW`, `devall ... tools diff WORKFLOW` and `devall ... probe WORKFLOW`,
+with `--var`, `--env-file`, `--json`, `--schema`, `--timeout`, `--junit`, the lockfile's
+`--output`/`-o`, `--lock`, `--locked` and `--strict`, the tool policy's `--allow-tool`,
+`--deny-tool` and `--approve`, and `--sandbox`
 (set as the CLI default before the spawn, so that the servers spawned here are confined as the
 command would confine them; a process adopted later must match it).
 Anything else (ad-hoc targets, `--node`, `--help`, an option this module does not know, a
@@ -41,8 +43,15 @@ COMMANDS: dict[tuple[str, ...], tuple[frozenset[str], frozenset[str]]] = {
         frozenset({"--json", "--schema"}),
     ),
     ("probe",): (
-        frozenset({"--var", "--env-file", "--timeout", "--junit", "--sandbox", *POLICY_OPTIONS}),
-        frozenset({"--json"}),
+        frozenset(
+            {"--var", "--env-file", "--timeout", "--junit", "--sandbox", "--lock", *POLICY_OPTIONS}
+        ),
+        frozenset({"--json", "--locked", "--strict"}),
+    ),
+    ("tools", "lock"): (frozenset({"--var", "--env-file", "--output", "-o"}), frozenset()),
+    ("tools", "diff"): (
+        frozenset({"--var", "--env-file", "--lock"}),
+        frozenset({"--json", "--strict"}),
     ),
 }
 GLOBAL_FLAGS = frozenset({"--debug", "--no-color"})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -21,6 +21,17 @@ from devall_cli.cli.common import (
     stdout_console,
 )
 from devall_cli.cli.completion import complete_workflow
+from devall_cli.cli.lock_cmd import (
+    LockedOption,
+    LockOption,
+    StrictOption,
+    change_line,
+    counts_text,
+    default_lock,
+    drift_junit,
+    lock_hint,
+    summary_line,
+)
 from devall_cli.cli.policy_options import (
     AllowToolOption,
     ApproveOption,
@@ -43,6 +54,9 @@ from devall_cli.cli.targets import (
     target_workflow,
 )
 from devall_cli.errors import ExitCode
+
+if TYPE_CHECKING:
+    from devall_cli.tools.lock_diff import Drift
 
 # The failure class of a tool name two servers offer one node (what `run` refuses, exit 3).
 CONFLICT = "duplicate_tool_name"
@@ -68,6 +82,9 @@ def probe_command(
     junit: Annotated[
         Path | None, typer.Option("--junit", metavar="PATH", help="Write a JUnit XML report.")
     ] = None,
+    locked: LockedOption = False,
+    lock: LockOption = None,
+    strict: StrictOption = False,
     json_output: JsonOption = False,
     var: VarOption = None,
     env_file: EnvFileOption = None,
@@ -91,6 +108,9 @@ def probe_command(
     workflow's graph-wide one and the --allow-tool, --deny-tool and --approve options) a
     policy column counts the tools it denies, asks about or refuses; a sandbox column says
     whether a local server runs sandboxed.
+
+    With --locked (or --lock FILE) each server's tools are compared with the lockfile too:
+    a drift column, the changes below the table, exit 7 on breaking drift (docs/lockfile.md).
     """
     from devall_cli.tools import probe
 
@@ -112,17 +132,54 @@ def probe_command(
     )
     loaded = target_workflow(workflow, target, var, env_file)
     redactor = loaded.redactor
-    outcome = run_async(probe.probe_workflow(loaded, timeout=timeout, policy=policy))
+    locked_servers = _locked(workflow, target, lock) if locked or lock is not None else None
+    outcome = run_async(
+        probe.probe_workflow(
+            loaded, timeout=timeout, policy=policy, surfaces=locked_servers is not None
+        )
+    )
     rows = [redactor.value(_row(r)) for r in outcome.servers]
     conflicts = [redactor.value(_row(c)) for c in outcome.conflicts]
+    drift = None
+    if locked_servers is not None:
+        drift = probe_drift(lock or default_lock(workflow, target), locked_servers, outcome, rows)
+    drifted = drift is not None and drift.fails(strict)
     if junit is not None:
-        _write_junit(junit, rows, conflicts)
+        _write_junit(junit, rows, conflicts, drift, strict)
     if json_output:
-        print_json({"ok": outcome.ok, "servers": rows, "conflicts": conflicts})
+        document = {"ok": outcome.ok and not drifted, "servers": rows, "conflicts": conflicts}
+        print_json(document if drift is None else {**document, "drift": drift.to_json(strict)})
     else:
-        _print_table(rows, conflicts)
+        _print_table(rows, conflicts, drift)
     if not outcome.ok:
         raise typer.Exit(int(ExitCode.FAILED))
+    if drifted:
+        raise typer.Exit(int(ExitCode.DRIFT))
+
+
+def _locked(workflow: Path | None, target: Any, lock: Path | None) -> dict[str, Any]:
+    """The lockfile's servers, read before any server starts (exit 3 when it is not one)."""
+    from devall_cli.tools.lockfile import read_lock
+
+    path = lock if lock is not None else default_lock(workflow, target)
+    return read_lock(path, make_hint=lock_hint(workflow, target, lock))
+
+
+def probe_drift(
+    lock: Path, locked: dict[str, Any], outcome: Any, rows: list[dict[str, Any]]
+) -> Drift:
+    """The drift of the servers that answered (the others are `not_checked`); each row gets its
+    server's `drift` (status, counts, changes)."""
+    from devall_cli.tools.lock_diff import compare_surfaces
+
+    skipped = [r["id"] for r in rows if r["id"] not in outcome.surfaces]
+    drift = compare_surfaces(str(lock), locked, outcome.surfaces, skipped)
+    by_id = {server.id: server.to_json() for server in drift.servers}
+    for row in rows:
+        found = dict(by_id[row["id"]])
+        found.pop("id")
+        row["drift"] = found
+    return drift
 
 
 def _row(report: Any) -> dict[str, Any]:
@@ -130,16 +187,20 @@ def _row(report: Any) -> dict[str, Any]:
     return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(report).items()}
 
 
-def _print_table(rows: list[dict[str, Any]], conflicts: list[dict[str, Any]]) -> None:
+def _print_table(
+    rows: list[dict[str, Any]], conflicts: list[dict[str, Any]], drift: Drift | None = None
+) -> None:
     from rich.table import Table  # imported when used: every command's start-up pays for it
 
     columns = ["server", "kind", "target", "status", "protocol", "name", "tools"]
     with_policy = any(_policy(r) for r in rows)
     with_sandbox = any(r["sandbox"] is not None for r in rows)
     columns += [*(["policy"] if with_policy else []), *(["sandbox"] if with_sandbox else [])]
+    columns += ["drift"] if drift is not None else []
     table = Table(*columns, "connect", "list")
     for r in rows:
         extra = [*([_policy(r)] if with_policy else []), *([_sandbox(r)] if with_sandbox else [])]
+        extra += [_drift(r)] if drift is not None else []
         cells = (
             r["id"],
             r["kind"],
@@ -170,6 +231,24 @@ def _print_table(rows: list[dict[str, Any]], conflicts: list[dict[str, Any]]) ->
                 print_line(console, f"  hint: {r['hint']}")
     for c in conflicts:
         print_line(console, f"node {c['node']}: {CONFLICT}: {c['error']}")
+    for server in drift.servers if drift is not None else ():
+        if server.changes:
+            counts = counts_text(server.breaking, server.compatible)
+            print_line(console, f"{server.id}: drift: {server.status} ({counts})")
+            for change in server.changes:
+                print_line(console, f"  {change_line(change)}")
+    if drift is not None:
+        print_line(console, summary_line(drift))
+
+
+def _drift(row: dict[str, Any]) -> str:
+    """`none`, `2 breaking, 1 compatible`, `not checked`, or `added` (not in the lockfile)."""
+    drift = row["drift"]
+    if drift["status"] == "not_checked":
+        return "not checked"
+    if drift["status"] == "added":
+        return "added"
+    return counts_text(drift["breaking"], drift["compatible"]) or "none"
 
 
 def _policy(row: dict[str, Any]) -> str:
@@ -205,15 +284,24 @@ def _tools(row: dict[str, Any]) -> str:
     return f"{row['tools']} tools{extra}"
 
 
-def _write_junit(path: Path, rows: list[dict[str, Any]], conflicts: list[dict[str, Any]]) -> None:
+def _write_junit(
+    path: Path,
+    rows: list[dict[str, Any]],
+    conflicts: list[dict[str, Any]],
+    drift: Drift | None = None,
+    strict: bool = False,
+) -> None:
     from devall_cli.cli.junit import JUnitCase, JUnitFailure, write_junit
 
     cases = []
+    drifts = {server.id: server for server in drift.servers} if drift is not None else {}
     for r in rows:
         failures = []
         if not r["ok"]:
             text = "\n".join([r["target"], *r["log_tail"]])
             failures.append(JUnitFailure(r["status"], r["error"] or "", text))
+        if r["id"] in drifts and drift is not None:
+            failures += drift_junit(drifts.pop(r["id"]), drift.lock, strict)
         cases.append(
             JUnitCase(
                 name=r["id"],
@@ -221,9 +309,14 @@ def _write_junit(path: Path, rows: list[dict[str, Any]], conflicts: list[dict[st
                 seconds=((r["connect_ms"] or 0) + (r["list_ms"] or 0)) / 1000,
                 failures=failures,
                 output=f"{r['target']}: {_tools(r)}, protocol {_protocol(r) or None}"
-                + "".join(f", {text}" for text in (_policy(r), _sandbox(r)) if text),
+                + "".join(f", {text}" for text in (_policy(r), _sandbox(r)) if text)
+                + (f", drift: {_drift(r)}" if "drift" in r else ""),
             )
         )
+    for server in drifts.values():  # in the lockfile, no longer in the workflow
+        failures = drift_junit(server, drift.lock if drift else "", strict)
+        case = JUnitCase(name=server.id, classname="probe.lock", seconds=0, failures=failures)
+        cases.append(case)
     for c in conflicts:
         failure = JUnitFailure(CONFLICT, c["error"], ", ".join(c["servers"]))
         cases.append(

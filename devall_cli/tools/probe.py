@@ -4,7 +4,9 @@ Beside each server's health, the probe checks what `run` would refuse once the t
 known: two servers offering one node the same tool name (the duplicate-name check of the tool
 manager, run on the listings the probe got). It also counts what the tool policy (the command
 line's and the top graph's layers; nodes' own policies are not applied) decides for each
-server's tools, and says whether a local server runs sandboxed.
+server's tools, and says whether a local server runs sandboxed. Asked for surfaces
+(`probe --locked`), it also takes each healthy server's lockfile entry (lockfile.py) on the same
+session, speaking fastmcp's client, which can ask for resources and prompts too.
 """
 
 from __future__ import annotations
@@ -79,6 +81,8 @@ class ProbeOutcome:
 
     servers: list[ProbeReport]
     conflicts: list[ToolConflict]
+    # With `surfaces`: the lockfile entry of every server that answered, by id (masked).
+    surfaces: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -97,21 +101,29 @@ async def probe_workflow(
     timeout: float,
     ctx: SourceContext | None = None,
     policy: ToolPolicy | None = None,
+    surfaces: bool = False,
 ) -> ProbeOutcome:
     """Probe the workflow's servers, then check each node's tool names as `run` would.
 
-    `policy` is the command line's layer of the tool policy.
+    `policy` is the command line's layer of the tool policy; `surfaces`: take each healthy
+    server's lockfile entry too.
     """
     listed: dict[str, list[RawTool]] = {}
+    taken: dict[str, Mapping[str, Any]] | None = {} if surfaces else None
+    if taken is not None:
+        ctx = replace(ctx or SourceContext(interactive=False), redact=workflow.redactor.text)
     targets = workflow_targets(workflow)
-    reports = await probe_servers(targets, timeout=timeout, ctx=ctx, listed=listed)
+    reports = await probe_servers(
+        targets, timeout=timeout, ctx=ctx, listed=listed, surfaces=taken
+    )
     layers = graph_layers(workflow.graph, policy)
     plans = {plan.id: plan for plan in targets}
     reports = [
         replace(r, policy=policy_counts(plans[r.id], listed.get(r.id, []), layers))
         for r in reports
     ]
-    return ProbeOutcome(reports, await tool_conflicts(workflow, listed))
+    found = workflow.redactor.value(taken or {})
+    return ProbeOutcome(reports, await tool_conflicts(workflow, listed), found)
 
 
 def policy_counts(plan: SourcePlan, tools: Sequence[RawTool], layers: Layers) -> dict[str, int]:
@@ -132,20 +144,23 @@ async def probe_servers(
     timeout: float,
     ctx: SourceContext | None = None,
     listed: dict[str, list[RawTool]] | None = None,
+    surfaces: dict[str, Mapping[str, Any]] | None = None,
 ) -> list[ProbeReport]:
     """Probe every target concurrently; the whole probe is bounded by `timeout` seconds.
 
     Local servers are spawned first, so that they start while the MCP client is imported. The
-    tools of each server that listed them go into `listed`, by server id.
+    tools of each server that listed them go into `listed`, by server id; with `surfaces`,
+    each such server's lockfile entry goes there.
     """
     head_start = HeadStart()
     # A probed server only lists its tools: it is stopped at once (SIGTERM) when done; and a
-    # probe never waits for a sign-in.
+    # probe never waits for a sign-in. The light client speaks only tools: a surface needs
+    # fastmcp's, and the lockfile's entries come from it.
     ctx = replace(
         ctx or SourceContext(interactive=False),
         head_start=head_start,
         stop_at_once=True,
-        direct_client=True,
+        direct_client=surfaces is None,
     )
     deadline = time.monotonic() + timeout
     try:
@@ -153,7 +168,9 @@ async def probe_servers(
         # Needed once the first server answers (counting its tools): imported meanwhile, on a
         # thread, rather than on the loop while other servers shake hands.
         start_import("devall_cli.tools.manager")
-        outcomes = await asyncio.gather(*(_probe_one(t, deadline, ctx) for t in targets))
+        outcomes = await asyncio.gather(
+            *(_probe_one(t, deadline, ctx, surfaces) for t in targets)
+        )
     finally:
         await head_start.close()
     if listed is not None:
@@ -162,7 +179,10 @@ async def probe_servers(
 
 
 async def _probe_one(
-    plan: SourcePlan, deadline: float, ctx: SourceContext
+    plan: SourcePlan,
+    deadline: float,
+    ctx: SourceContext,
+    surfaces: dict[str, Mapping[str, Any]] | None = None,
 ) -> tuple[ProbeReport, list[RawTool]]:
     source = await _built(plan, ctx)
     base = ProbeReport(
@@ -186,6 +206,11 @@ async def _probe_one(
             t1 = time.monotonic()
             tools = await source.list_tools()
             list_ms = (time.monotonic() - t1) * 1000
+            if surfaces is not None:
+                from devall_cli.tools.lockfile import surface_of
+
+                mask = ctx.redact or (lambda text: text)
+                surfaces[plan.id] = await surface_of(plan, source, info, tools, mask)
     except TimeoutError:
         status = tooling_type(plan.tooling).timeout_status
         tail = _tail(source)

@@ -78,6 +78,8 @@ def test_exit_codes_are_pinned() -> None:
         "CONNECTION": 4,
         "REMOTE": 5,
         "REPLAY_MISMATCH": 6,
+        "DRIFT": 7,
+        "BUDGET": 8,
         "INTERNAL": 70,
         "INTERRUPTED": 130,
         "TERMINATED": 143,

@@ -6,6 +6,8 @@
     --asks METHOD    during each call, asks the client METHOD first and answers with its reply
     --asks-times N   with --asks: asks N times in each call (answers with the list of replies)
     --fixture        also lists the fixture tools below (callable by name either way)
+    --tools-file PATH  lists the tools of this JSON file (a list of MCP tool objects) instead,
+                     read at each tools/list: a test changes the file to change the surface
     --annotated      with --fixture: the fixture tools carry annotation hints (ANNOTATIONS)
     --record PATH    appends one JSON line per `sleep` call: tag, start, end, in_flight, peak
     --cancel-asked   with --asks: cancels its own request at once (notifications/cancelled) and
@@ -72,6 +74,7 @@ SHAPED = {
 
 _SEND = threading.Lock()  # calls answered on threads of their own write whole lines
 STRING_IDS = [False]
+TOOLS_FILE: list[str | None] = [None]  # --tools-file
 
 
 def send(message: dict[str, Any]) -> None:
@@ -290,6 +293,9 @@ INITIALIZED = {
 
 def list_result(params: dict[str, Any], pages: int, with_schema: bool, fixture: bool) -> Any:
     """One page of tools/list."""
+    if TOOLS_FILE[0] is not None:
+        with open(TOOLS_FILE[0], encoding="utf-8") as listed:
+            return {"tools": json.load(listed)}
     page = int(params.get("cursor") or 0)
     tools = [tool(page, with_schema)]
     if page == 0:
@@ -489,7 +495,9 @@ def main() -> None:
     # With --fixture, also lists `research`, which can only be called as a task.
     parser.add_argument("--task-only", action="store_true")
     parser.add_argument("--annotated", action="store_true")
+    parser.add_argument("--tools-file", default=None)
     options = parser.parse_args()
+    TOOLS_FILE[0] = options.tools_file
     if options.annotated:
         for entry in FIXTURE_TOOLS:
             if entry["name"] in ANNOTATIONS:
