@@ -44,7 +44,7 @@ class RunStartedEvent(Event):
 
 @dataclass(frozen=True, kw_only=True)
 class RunFinishedEvent(Event):
-    """A run ended: `ok`, `failed` or `interrupted`."""
+    """A run ended: `ok`, `failed`, `interrupted` or `budget` (its budget stopped it)."""
 
     kind: ClassVar[str] = "run.finished"
     status: str
@@ -55,6 +55,8 @@ class RunFinishedEvent(Event):
     # What `devall run` prints under the error (a server's last log lines) and its hint.
     details: Sequence[str] = ()
     hint: str | None = None
+    # Set when the run stopped at its budget: {"kind", "limit", "spent", "scope"}.
+    budget: Mapping[str, Any] | None = None
 
 
 # --- servers ---------------------------------------------------------------------------------
@@ -207,6 +209,7 @@ class ModelReplyEvent(Event):
     usage: Mapping[str, int] = field(default_factory=dict)
     duration_ms: float = 0.0
     stage: str = "gen"
+    model: str = ""  # the agent's model name (`name`), which its price is looked up by
 
 
 # --- memory ----------------------------------------------------------------------------------

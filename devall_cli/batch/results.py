@@ -21,13 +21,14 @@ from pathlib import Path
 from typing import IO, Any
 
 from devall_cli import json_limits
+from devall_cli.config.cost import CostTotals
 from devall_cli.errors import RunFailedError
 from devall_cli.run_files import open_run_file
 from devall_cli.text import clean_text
 
 RESULTS_NAME = "results.jsonl"
 FSYNC_EVERY = 0.05  # seconds: the most a finished line waits for its fsync
-STATUSES = ("ok", "failed", "interrupted")
+STATUSES = ("ok", "failed", "interrupted", "budget")
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,7 @@ class TaskOutcome:
     """How one task ended: a line of results.jsonl."""
 
     id: str
-    status: str  # ok | failed | interrupted
+    status: str  # ok | failed | interrupted | budget (the batch's budget stopped it)
     output: str = ""
     error: str | None = None
     duration_ms: float = 0.0
@@ -44,6 +45,7 @@ class TaskOutcome:
     exit_code: int = 0
     details: tuple[str, ...] = ()  # what the failure's message leaves out (a server's stderr)
     hint: str | None = None  # how to fix the failure, where devall can tell
+    cost: CostTotals = field(default_factory=CostTotals)  # of the task's model calls
 
     def record(self) -> dict[str, Any]:
         """The JSON object of the line."""
@@ -58,6 +60,7 @@ class TaskOutcome:
             "exit_code": self.exit_code,
             "details": list(self.details),
             "hint": self.hint,
+            "cost": self.cost.record(),
         }
 
     @classmethod
@@ -78,6 +81,7 @@ class TaskOutcome:
             exit_code=int(_count(record.get("exit_code") or 0, "exit_code")),
             details=tuple(str(line) for line in record.get("details") or ()),
             hint=str(record["hint"]) if record.get("hint") else None,
+            cost=CostTotals.from_record(record.get("cost")),
         )
 
 

@@ -3,6 +3,11 @@
 `BatchRun` is the sink every executor reports to: it appends each outcome to results.jsonl as
 it arrives, counts failures against `--max-failures`, tells its listener (the progress display),
 and writes summary.json at the end, also when the batch is interrupted.
+
+A budget (`--max-cost`, `--max-tokens`, `--max-model-calls`) is the whole batch's: one meter
+shared by the tasks. Once it is reached no task starts; a task still running stops at its next
+model call (status `budget`). The batch then ends with status `budget` and exit 8, and running
+the command again (resume) runs the tasks that are not ok, with a fresh budget.
 """
 
 from __future__ import annotations
@@ -18,7 +23,8 @@ from devall_cli.batch.executor import Executor
 from devall_cli.batch.results import RESULTS_NAME, PreviousResults, ResultsLog, TaskOutcome
 from devall_cli.batch.summary import Tally, build_summary
 from devall_cli.batch.tasks import BatchTask
-from devall_cli.errors import ExitCode
+from devall_cli.engine.budget import BudgetMeter
+from devall_cli.errors import BudgetError, ExitCode
 from devall_cli.run_files import write_failure
 
 SUMMARY_NAME = "summary.json"
@@ -86,6 +92,7 @@ class BatchRun:
         about: Mapping[str, Any],
         listener: BatchListener | None = None,
         max_failures: int | None = None,
+        budget: BudgetMeter | None = None,
     ) -> None:
         self.tasks = tasks
         self.plan = plan
@@ -93,6 +100,7 @@ class BatchRun:
         self.about = dict(about)
         self.listener = listener
         self.max_failures = max_failures
+        self.budget = budget
         self.tally = Tally((t.id for t in tasks), previous)
         self.tally.skipped = len(plan.skipped)
         self.failures = 0
@@ -126,10 +134,15 @@ class BatchRun:
             self.listener.note(text)
 
     def should_stop(self) -> bool:
-        """Stop when `--max-failures` is reached or results.jsonl cannot be written."""
-        if self.write_failure is not None:
+        """Stop when `--max-failures` or the budget is reached, or results.jsonl cannot be
+        written."""
+        if self.write_failure is not None or self.budget_stop() is not None:
             return True
         return self.max_failures is not None and self.failures >= self.max_failures
+
+    def budget_stop(self) -> BudgetError | None:
+        """The batch's budget, if it is reached."""
+        return self.budget.reached() if self.budget is not None else None
 
     # --- the run -----------------------------------------------------------------------------
 
@@ -165,8 +178,13 @@ class BatchRun:
 
     def _finish(self, interrupted: int | None, started_at: float, started: float) -> None:
         counts = self.tally.counts()
+        stop = self.budget_stop()
+        # The budget stopped the batch when it kept a task from starting or cut one off.
+        stopped = stop is not None and (counts["not_run"] > 0 or self.tally.ran["budget"] > 0)
         if interrupted is not None:
             status, code = "interrupted", interrupted
+        elif stopped:
+            status, code = "budget", int(ExitCode.BUDGET)
         elif counts["ok"] == counts["total"] and self.write_failure is None:
             status, code = "ok", int(ExitCode.OK)
         else:
@@ -180,6 +198,7 @@ class BatchRun:
             finished_at=time.time(),
             wall_ms=(time.monotonic() - started) * 1000,
             stopped_early=self.stopped_early,
+            budget=stop.record() if stop is not None and stopped else None,
         )
         from devall_cli.trace.result import write_json_atomic
 

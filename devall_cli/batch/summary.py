@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from devall_cli.batch.results import TaskOutcome
+from devall_cli.config.cost import CostTotals
 
 SLOWEST = 5
 
@@ -26,6 +27,7 @@ class _Entry:
     completion: int
     total: int
     run_dir: str
+    cost: CostTotals
 
 
 def _entry(outcome: TaskOutcome) -> _Entry:
@@ -37,6 +39,7 @@ def _entry(outcome: TaskOutcome) -> _Entry:
         int(tokens.get("completion", 0)),
         int(tokens.get("total", 0)),
         outcome.run_dir,
+        outcome.cost,
     )
 
 
@@ -47,7 +50,7 @@ class Tally:
         self.task_ids = list(task_ids)
         known = set(self.task_ids)
         self._latest = {i: _entry(o) for i, o in previous.items() if i in known}
-        self.ran: dict[str, int] = {"ok": 0, "failed": 0, "interrupted": 0}
+        self.ran: dict[str, int] = {"ok": 0, "failed": 0, "interrupted": 0, "budget": 0}
         self.skipped = 0  # already ok in an earlier batch
 
     def record(self, outcome: TaskOutcome) -> None:
@@ -61,14 +64,16 @@ class Tally:
         return self.ran["ok"] + self.ran["failed"]
 
     def counts(self) -> dict[str, int]:
-        """total, ok, failed, interrupted, not_run; ran and skipped by this batch."""
-        counts = {"total": len(self.task_ids), "ok": 0, "failed": 0, "interrupted": 0}
+        """total, ok, failed, interrupted, budget (stopped by it), not_run; ran and skipped by
+        this batch."""
+        counts = dict.fromkeys(("ok", "failed", "interrupted", "budget"), 0)
+        counts = {"total": len(self.task_ids), **counts}
         for task_id in self.task_ids:
             entry = self._latest.get(task_id)
             if entry is not None:
                 counts[entry.status] = counts.get(entry.status, 0) + 1
         counts["not_run"] = counts["total"] - counts["ok"] - counts["failed"]
-        counts["not_run"] -= counts["interrupted"]
+        counts["not_run"] -= counts["interrupted"] + counts["budget"]
         counts["ran"] = sum(self.ran.values())
         counts["skipped"] = self.skipped
         return counts
@@ -81,6 +86,15 @@ class Tally:
             "completion": sum(e.completion for e in entries),
             "total": sum(e.total for e in entries),
         }
+
+    def cost(self) -> CostTotals:
+        """Tokens and cost of the tasks' latest results (unknown if one of them had no price)."""
+        total = CostTotals()
+        for task_id in self.task_ids:
+            entry = self._latest.get(task_id)
+            if entry is not None:
+                total = total + entry.cost
+        return total
 
     def slowest(self, count: int = SLOWEST) -> list[dict[str, Any]]:
         """The tasks whose latest result took longest."""
@@ -107,10 +121,11 @@ def build_summary(
     finished_at: float,
     wall_ms: float,
     stopped_early: bool,
+    budget: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The summary document."""
+    """The summary document (`budget`: the batch's budget that stopped it, if it did)."""
     seconds = wall_ms / 1000
-    return {
+    document: dict[str, Any] = {
         **about,
         "status": status,
         "exit_code": exit_code,
@@ -121,5 +136,9 @@ def build_summary(
         "counts": tally.counts(),
         "throughput_per_s": round(tally.finished / seconds, 3) if seconds > 0 else 0.0,
         "tokens": tally.tokens(),
+        "cost": tally.cost().record(),
         "slowest": tally.slowest(),
     }
+    if budget is not None:
+        document["budget"] = dict(budget)
+    return document

@@ -22,11 +22,14 @@ from devall_cli.batch.shared_tools import TASK_STORE, SharedSources
 from devall_cli.batch.tasks import BatchTask
 from devall_cli.batch.workflows import WorkflowSet
 from devall_cli.cassette import Tape
+from devall_cli.config.cost import CostTotals
 from devall_cli.config.model import Workflow
+from devall_cli.config.pricing import PriceEntry
+from devall_cli.engine.budget import BudgetMeter
 from devall_cli.engine.graph import DEFAULT_MAX_STEPS
 from devall_cli.engine.runner import ProviderMaker, run_workflow
 from devall_cli.engine.session import RunSession
-from devall_cli.errors import ConfigError, DevallError, ExitCode, RunFailedError
+from devall_cli.errors import BudgetError, ConfigError, DevallError, ExitCode, RunFailedError
 from devall_cli.nodes.human_input import HUMAN_INPUT, Answers, ScriptedReplies
 from devall_cli.tools.policy import Approver, ToolPolicy
 from devall_cli.trace.recorder import RunResult
@@ -52,6 +55,9 @@ class TaskEnv:
     # A new approver for each task (the answers file's tool_approvals, each task from its
     # first answer); None: calls the policy leaves to a person are refused.
     approver: Callable[[], Approver] | None = None
+    price_file: tuple[PriceEntry, ...] = ()  # --pricing FILE, over each workflow's pricing:
+    # The batch's budget, shared by every task this process runs (None: no budget).
+    budget: BudgetMeter | None = None
 
 
 def warm_up(workflow: Workflow) -> None:
@@ -95,7 +101,8 @@ async def run_task(task: BatchTask, env: TaskEnv, report: Report) -> None:
         report(_ended(task, session, "interrupted", env.interrupt_code(), started, relative))
         raise
     except DevallError as exc:
-        outcome = _ended(task, session, "failed", int(exc.exit_code), started, relative)
+        status = "budget" if isinstance(exc, BudgetError) else "failed"
+        outcome = _ended(task, session, status, int(exc.exit_code), started, relative)
         outcome = _with_error(outcome, workflow.redactor.text(exc.message))
         outcome = dataclasses.replace(
             outcome,
@@ -112,7 +119,14 @@ async def run_task(task: BatchTask, env: TaskEnv, report: Report) -> None:
 def _new_session(task: BatchTask, workflow: Workflow, env: TaskEnv) -> RunSession:
     run_dir = task_run_dir(env.batch_dir, task)
     clear_run_dir(run_dir)
-    return RunSession(workflow, run_id=task.dir_name, run_dir=run_dir, on_sink_error=_ignore)
+    return RunSession(
+        workflow,
+        run_id=task.dir_name,
+        run_dir=run_dir,
+        on_sink_error=_ignore,
+        price_file=env.price_file,
+        budget=env.budget,
+    )
 
 
 async def _run(
@@ -208,6 +222,7 @@ def _ended(
         tokens=_tokens(tokens),
         run_dir=relative if session is not None else "",
         exit_code=exit_code,
+        cost=result.cost if result is not None else CostTotals(),
     )
 
 

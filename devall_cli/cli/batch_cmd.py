@@ -26,6 +26,17 @@ from devall_cli.cli.common import (
     stderr_console,
     write_product,
 )
+from devall_cli.cli.cost_options import (
+    MaxCostOption,
+    MaxModelCallsOption,
+    MaxTokensOption,
+    PricingOption,
+    batch_budget_error,
+    budget_limits,
+    budget_meter,
+    cost_line,
+    read_pricing,
+)
 from devall_cli.cli.policy_options import (
     AllowToolOption,
     ApproveOption,
@@ -42,6 +53,8 @@ if TYPE_CHECKING:
     from devall_cli.batch.tasks import BatchTask
     from devall_cli.batch.workflows import WorkflowSet
     from devall_cli.config.model import Workflow
+    from devall_cli.config.pricing import PriceEntry
+    from devall_cli.engine.budget import BudgetLimits
     from devall_cli.nodes.human_input import Answers
     from devall_cli.tools.policy import ToolPolicy
 
@@ -131,6 +144,10 @@ def batch_command(
     deny_tool: DenyToolOption = None,
     approve: ApproveOption = None,
     sandbox: SandboxOption = None,
+    pricing: PricingOption = None,
+    max_cost: MaxCostOption = None,
+    max_tokens: MaxTokensOption = None,
+    max_model_calls: MaxModelCallsOption = None,
 ) -> None:
     """Run WORKFLOW once per task in TASKS, N tasks at a time.
 
@@ -138,7 +155,8 @@ def batch_command(
     DIR/results.jsonl gets one line per finished task, DIR/summary.json the totals. Running
     the same command with the same --out again skips the tasks already ok. Progress goes to
     stderr; the summary to stdout (--json: summary.json's content). Exit 0 when every task is
-    ok, 1 when any failed or did not run, 130/143 on Ctrl-C/SIGTERM. Tool calls the tool
+    ok, 1 when any failed or did not run, 8 when the batch's budget (the sum over its tasks)
+    stopped it, 130/143 on Ctrl-C/SIGTERM. Tool calls the tool
     policy leaves to a person take their answers from --answers, else are refused.
     """
     from devall_cli.batch.executor import ExecutorOptions, check_executor
@@ -152,6 +170,9 @@ def batch_command(
     apply_sandbox(sandbox)
     options = ExecutorOptions(concurrency=concurrency, ray_address=ray_address)
     check_executor(executor, options)
+    limits = budget_limits(max_cost, max_tokens, max_model_calls)
+    if executor != "local" and (limits is not None or pricing is not None):
+        raise UsageError("--pricing and the budget options work with --executor local only")
     if task_format is not None and task_format not in FORMATS:
         raise UsageError(f"--format must be one of {', '.join(FORMATS)}, got {task_format!r}")
     cli_vars = parse_vars(var)
@@ -173,6 +194,8 @@ def batch_command(
         answers=replies,
         record_dir=record,
         policy=policy,
+        price_file=read_pricing(pricing),
+        budget=limits,
         about={
             "workflow": str(workflow),
             "tasks_file": tasks,
@@ -202,6 +225,8 @@ class _Setup:
     answers: Answers | None
     record_dir: Path | None
     policy: ToolPolicy | None
+    price_file: tuple[PriceEntry, ...]
+    budget: BudgetLimits | None
     about: dict[str, Any]
 
 
@@ -264,6 +289,7 @@ def _run_batch(setup: _Setup, json_output: bool) -> dict[str, Any]:
             lines = ", ".join(str(n) for n in previous.bad_lines[:10])
             print_line(console, f"devall: warning: results.jsonl: lines not read: {lines}")
         plan = plan_resume(setup.tasks, previous.outcomes, setup.resume)
+        meter = budget_meter(setup.budget, "batch")  # one budget for the whole batch
         env = TaskEnv(
             batch_dir=setup.batch_dir,
             workflows=setup.workflows,
@@ -274,6 +300,8 @@ def _run_batch(setup: _Setup, json_output: bool) -> dict[str, Any]:
             record_dir=setup.record_dir,
             policy=setup.policy,
             approver=functools.partial(answers_approver, setup.answers),
+            price_file=setup.price_file,
+            budget=meter,
         )
         executor = make_executor(setup.executor, env, setup.options)
         progress = BatchProgress(console, live=console.is_terminal and not color_disabled())
@@ -285,6 +313,7 @@ def _run_batch(setup: _Setup, json_output: bool) -> dict[str, Any]:
             about=setup.about,
             listener=progress,
             max_failures=setup.max_failures,
+            budget=meter,
         )
         warm_up(setup.workflows.get(setup.tasks[0].vars))
         try:
@@ -307,11 +336,14 @@ def _print_summary(summary: dict[str, Any], json_output: bool) -> None:
     counts, tokens = summary["counts"], summary["tokens"]
     lines = [
         f"{counts['total']} tasks: {counts['ok']} ok, {counts['failed']} failed, "
-        f"{counts['interrupted']} interrupted, {counts['not_run']} not run "
+        f"{counts['interrupted']} interrupted, "
+        + (f"{counts['budget']} stopped by the budget, " if counts.get("budget") else "")
+        + f"{counts['not_run']} not run "
         f"({counts['ran']} run now, {counts['skipped']} skipped as already ok)",
         f"wall time {summary['wall_ms'] / 1000:.1f} s, {summary['throughput_per_s']:.2f} tasks/s; "
         f"tokens {tokens['total']} (prompt {tokens['prompt']}, "
         f"completion {tokens['completion']})",
+        cost_line(summary.get("cost")),
     ]
     if summary["slowest"]:
         slowest = ", ".join(
@@ -326,6 +358,9 @@ def _raise_for(summary: dict[str, Any], batch_dir: Path) -> None:
     """Exit 1 when a task failed or did not run."""
     if summary["exit_code"] == 0:
         return
+    stopped = batch_budget_error(summary, batch_dir)
+    if stopped is not None:
+        raise stopped
     counts = summary["counts"]
     parts = [f"{counts['failed']} of {counts['total']} tasks failed"]
     if counts["not_run"] or counts["interrupted"]:

@@ -44,7 +44,8 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     ),
     "batch": (
         f"devall batch {EXAMPLES_DIR}/batch_fortunes.yaml \\",
-        f"    {EXAMPLES_DIR}/batch_fortunes.tasks.jsonl --out logs/fortunes",
+        f"    {EXAMPLES_DIR}/batch_fortunes.tasks.jsonl --out logs/fortunes \\",
+        "    --max-model-calls 20",
         f"devall batch {EXAMPLES_DIR}/batch_fortunes.yaml \\",
         f"    {EXAMPLES_DIR}/batch_fortunes.tasks.csv -c 2 --json --approve never",
     ),
@@ -99,7 +100,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "run": (
         f'devall run {DEMO} --task "a haiku"',
         f"devall run {DEMO} --task hi --json --report \\",
-        "    --approve never --allow-tool rand_num",
+        "    --approve never --allow-tool rand_num --max-model-calls 10",
         f"devall run {EXAMPLES_DIR}/human_review_loop.yaml --task rain \\",
         f"    --answers {EXAMPLES_DIR}/human_review_loop.answers.json",
     ),
@@ -109,16 +110,27 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     ),
     "test": (
         "devall init my-flow",
-        "devall test my-flow --approve never",
+        "devall test my-flow --approve never --max-model-calls 50",
         "devall test my-flow/workflow.test.yaml --json --junit report.xml",
     ),
     "tools": (
         f"devall tools list {DEMO}",
         f"devall tools call {DEMO} rand_num --args {RAND_ARGS}",
+        f"devall tools diff {DEMO}",
     ),
     "tools call": (
         f"devall tools call {DEMO} rand_num --args {RAND_ARGS}",
         f"devall tools call {DEMO} sample_image --out rec --json",
+    ),
+    "tools diff": (
+        f"devall tools lock {DEMO}",
+        f"devall tools diff {DEMO}",
+        f"devall tools diff {DEMO} --json --strict",
+    ),
+    "tools lock": (
+        f"devall tools lock {DEMO}",
+        f"devall tools lock {FIXTURE} -o -",
+        f"devall tools lock {DEMO} -o ci/devall.lock",
     ),
     "tools list": (
         f"devall tools list {DEMO}",

@@ -27,6 +27,14 @@ from devall_cli.cli.common import (
     write_json_text,
     write_product,
 )
+from devall_cli.cli.cost_options import (
+    MaxCostOption,
+    MaxModelCallsOption,
+    MaxTokensOption,
+    PricingOption,
+    cost_session,
+)
+from devall_cli.cli.lock_cmd import LockedOption, LockOption, check_run_lock
 from devall_cli.cli.policy_options import (
     AllowToolOption,
     ApproveOption,
@@ -186,10 +194,16 @@ def run_command(
             "(real model).",
         ),
     ] = None,
+    locked: LockedOption = False,
+    lock: LockOption = None,
     allow_tool: AllowToolOption = None,
     deny_tool: DenyToolOption = None,
     approve: ApproveOption = None,
     sandbox: SandboxOption = None,
+    pricing: PricingOption = None,
+    max_cost: MaxCostOption = None,
+    max_tokens: MaxTokensOption = None,
+    max_model_calls: MaxModelCallsOption = None,
 ) -> None:
     """Run WORKFLOW: start its MCP servers, run the graph, print the final answer on stdout.
 
@@ -218,6 +232,8 @@ def run_command(
     if tape is not None and replay is not None:
         tape.hint = rerecord_hint(workflow, task_text, task_file, replay)
     replies = load_replies(answers, loaded) if answers is not None else None
+    if locked or lock is not None:  # breaking drift: nothing is run (exit 7)
+        check_run_lock(loaded, workflow, lock)
     run_id = new_run_id(loaded)
     run_dir = out if out is not None else Path("logs") / run_id
     mode: Verbosity = "quiet" if quiet else "verbose" if verbose else "normal"
@@ -226,6 +242,7 @@ def run_command(
         run_id=run_id,
         run_dir=run_dir,
         on_sink_error=lambda sink, exc: _warn_sink(sink, exc, loaded.redactor.text),
+        **cost_session(pricing, max_cost, max_tokens, max_model_calls),
     )
     # One run at a time per directory: a second one would interleave its lines with ours.
     with session.held():

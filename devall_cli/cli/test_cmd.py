@@ -22,6 +22,14 @@ from devall_cli.cli.common import (
     shown,
     stderr_console,
 )
+from devall_cli.cli.cost_options import (
+    MaxCostOption,
+    MaxModelCallsOption,
+    MaxTokensOption,
+    PricingOption,
+    budget_limits,
+    read_pricing,
+)
 from devall_cli.cli.policy_options import (
     AllowToolOption,
     ApproveOption,
@@ -99,6 +107,10 @@ def test_command(
     deny_tool: DenyToolOption = None,
     approve: ApproveOption = None,
     sandbox: SandboxOption = None,
+    pricing: PricingOption = None,
+    max_cost: MaxCostOption = None,
+    max_tokens: MaxTokensOption = None,
+    max_model_calls: MaxModelCallsOption = None,
 ) -> None:
     """Run the test cases in PATH and check each run's answer, nodes, tools, budget and grade.
 
@@ -106,7 +118,8 @@ def test_command(
     API key); its expectations are checked on what the run did. Each case's run directory is
     DIR/<case>/, as `devall run` writes it. The table goes to stderr; --json prints one JSON
     document on stdout. Exit 0 when every case passed, 1 when any failed, 3 for a bad test file
-    or workflow, 4 when every failure was a server or model that could not be reached.
+    or workflow, 4 when every failure was a server or model that could not be reached, 8 when
+    every failed case was stopped by its budget (--max-cost and the like are each case's own).
     Tool calls the tool policy leaves to a person are refused. See docs/testing.md.
     """
     from devall_cli.run_files import new_run_id
@@ -127,6 +140,8 @@ def test_command(
         max_steps=max_steps,
         interrupt_code=signals.exit_code,
         policy=policy,
+        price_file=read_pricing(pricing),
+        budget=budget_limits(max_cost, max_tokens, max_model_calls),
     )
     console = stderr_console()
     result = run_async(run_tests(request, _Progress(console)), signals)

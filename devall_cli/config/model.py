@@ -10,11 +10,14 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from devall_cli.config.dynamic import DynamicConfig
 from devall_cli.errors import ConfigIssue
 from devall_cli.redaction import Redactor
+
+if TYPE_CHECKING:
+    from devall_cli.config.pricing import PriceEntry
 
 
 class _EmptyMapping(Mapping[str, Any]):
@@ -183,6 +186,7 @@ class Workflow:
     path: Path
     version: str | None = None
     vars: Mapping[str, Any] = EMPTY
+    pricing: tuple[PriceEntry, ...] = ()  # the file's `pricing:` table, over the built-in one
     # Masks this workflow's secrets in everything devall prints or writes (built by the loader).
     redactor: Redactor = field(default_factory=Redactor, compare=False)
     warnings: tuple[ConfigIssue, ...] = field(default=())

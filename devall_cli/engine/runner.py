@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from devall_cli.cassette import Tape, use_tape
 from devall_cli.config.model import Workflow
+from devall_cli.config.pricing import PriceTable
+from devall_cli.engine.budget import BudgetMeter, MeteredProvider
 from devall_cli.engine.graph import (
     DEFAULT_MAX_STEPS,
     GraphOutcome,
@@ -21,7 +23,7 @@ from devall_cli.engine.graph import (
 )
 from devall_cli.engine.graph_shape import shape_of
 from devall_cli.engine.tool_events import BusToolEvents
-from devall_cli.errors import DevallError, ExitCode
+from devall_cli.errors import BudgetError, DevallError, ExitCode
 from devall_cli.events import EventBus, RunFinishedEvent, RunStartedEvent
 from devall_cli.graphview.shape import to_dict
 from devall_cli.memory.bank import MemoryContext
@@ -100,7 +102,9 @@ async def run_workflow(
     started = time.monotonic()
     shape = to_dict(shape_of(workflow.graph, workflow.redactor.text))
     bus.emit(RunStartedEvent(run_id=run_id, workflow=workflow.name, task=task, graph=shape))
-    make = _provider_maker(provider_factory, environ, workflow.redactor)
+    make = _provider_maker(
+        provider_factory, environ, workflow.redactor, session.pricing, session.budget
+    )
     memory = MemoryContext(run_id, session.run_dir, environ, workflow.redactor, bus.emit)
     factory = tool_manager_factory
     if tape is not None:
@@ -110,6 +114,9 @@ async def run_workflow(
             outcome = await _run(session, task, factory, make, max_steps, extras, memory)
     except (asyncio.CancelledError, KeyboardInterrupt):
         _finish(bus, run_id, started, "interrupted", "interrupted", interrupt_code())
+        raise
+    except BudgetError as exc:
+        _finish(bus, run_id, started, "budget", exc.message, exc.exit_code, exc, exc.record())
         raise
     except DevallError as exc:
         _finish(bus, run_id, started, "failed", exc.message, exc.exit_code, exc)
@@ -171,7 +178,11 @@ def edge_environment(workflow: Workflow) -> Any:
 
 
 def _provider_maker(
-    factory: ProviderMaker | None, environ: Mapping[str, str] | None, redactor: Redactor
+    factory: ProviderMaker | None,
+    environ: Mapping[str, str] | None,
+    redactor: Redactor,
+    pricing: PriceTable,
+    budget: BudgetMeter | None,
 ) -> ProviderFactory:
     if factory is None:
         from devall_cli.providers import make_provider
@@ -179,7 +190,11 @@ def _provider_maker(
         factory = make_provider
 
     def make(config: AgentConfig, state: dict[str, Any] | None = None) -> Provider:
-        return factory(config, environ=environ, redactor=redactor, state=state)
+        provider = factory(config, environ=environ, redactor=redactor, state=state)
+        if budget is None:
+            return provider
+        # Every call of the run (thinking and sampling too) is held against the budget.
+        return MeteredProvider(provider, config.name, budget, pricing.lookup(config.name))
 
     return make
 
@@ -192,6 +207,7 @@ def _finish(
     error: str,
     code: int = ExitCode.FAILED,
     cause: DevallError | None = None,
+    budget: Mapping[str, Any] | None = None,
 ) -> None:
     bus.emit(
         RunFinishedEvent(
@@ -202,6 +218,7 @@ def _finish(
             exit_code=int(code),
             details=tuple(cause.details) if cause is not None else (),
             hint=(cause.hint or None) if cause is not None else None,
+            budget=budget,
         )
     )
 

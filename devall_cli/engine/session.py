@@ -1,14 +1,17 @@
 """One run session: the run's id and directory (held by this run alone), the workflow's one
-Redactor, the event bus, and the recorder that every sink reads instead of keeping its own.
+Redactor, the event bus, the recorder that every sink reads instead of keeping its own, the
+prices its model calls are costed by and the budget they are held against (if any).
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from devall_cli.config.model import Workflow
+from devall_cli.config.pricing import PriceEntry, price_table
+from devall_cli.engine.budget import BudgetMeter
 from devall_cli.events import EventBus, EventSink
 from devall_cli.redaction import Redactor
 from devall_cli.run_files import locked_run_dir
@@ -26,13 +29,19 @@ class RunSession:
         run_dir: Path,
         on_sink_error: Callable[[EventSink, BaseException], None] | None = None,
         bus: EventBus | None = None,
+        price_file: Sequence[PriceEntry] = (),
+        budget: BudgetMeter | None = None,
     ) -> None:
         self.workflow = workflow
         self.run_id = run_id
         self.run_dir = run_dir
         self.redactor: Redactor = workflow.redactor
         self.bus = bus if bus is not None else EventBus(on_sink_error=on_sink_error)
-        self.recorder = RunRecorder()
+        # `--pricing FILE` over the workflow's `pricing:` over the built-in prices.
+        self.pricing = price_table(workflow.pricing, price_file)
+        # Shared by every run of a batch (its budget is the batch's); None: no budget.
+        self.budget = budget
+        self.recorder = RunRecorder(self.pricing)
         self.bus.subscribe(self.recorder)  # first, so every sink sees it up to date
 
     def subscribe(self, sink: EventSink) -> None:

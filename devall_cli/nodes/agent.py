@@ -356,6 +356,7 @@ async def _ask_model(
             usage=asdict(reply.usage),
             duration_ms=_ms(started),
             stage=stage,
+            model=run.node.config.name,
         )
     )
     return reply

@@ -195,8 +195,11 @@ def _tool_call(block: Mapping[str, Any], new_id: Callable[[], str]) -> ToolCall:
 
 
 def _usage(data: Any) -> Usage:
+    """The Messages API's usage: `input_tokens` leaves out the cache's writes and reads, which
+    are added to the prompt; the reads are its cached tokens (writes are priced as input)."""
     if not isinstance(data, Mapping):
         return Usage()
-    cached = count(data, "cache_creation_input_tokens") + count(data, "cache_read_input_tokens")
+    read = count(data, "cache_read_input_tokens")
+    cached = count(data, "cache_creation_input_tokens") + read
     prompt, answer = count(data, "input_tokens") + cached, count(data, "output_tokens")
-    return Usage(prompt, answer, prompt + answer)
+    return Usage(prompt, answer, prompt + answer, cached_tokens=read)

@@ -62,11 +62,18 @@ class MediaPart:
 
 @dataclass(frozen=True)
 class Usage:
-    """Token counts of one model call (0 when the endpoint does not report them)."""
+    """Token counts of one model call (0 when the endpoint does not report them).
+
+    Every provider reads its endpoint's usage into one meaning: `prompt_tokens` is the whole
+    prompt, the part read from the provider's cache (`cached_tokens`) included;
+    `completion_tokens` is the whole answer, the model's reasoning (`reasoning_tokens`) included.
+    """
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
 
 
 @dataclass(frozen=True)

@@ -220,7 +220,17 @@ def _note(texts: list[str], note: str) -> None:
 
 
 def _usage(data: Any) -> Usage:
+    """generateContent's usageMetadata: thoughts are counted apart from the candidates, and
+    billed as answer tokens, so the completion is both; the cached part is in the prompt."""
     if not isinstance(data, Mapping):
         return Usage()
-    prompt, answer = count(data, "promptTokenCount"), count(data, "candidatesTokenCount")
-    return Usage(prompt, answer, count(data, "totalTokenCount") or prompt + answer)
+    thoughts = count(data, "thoughtsTokenCount")
+    prompt = count(data, "promptTokenCount")
+    answer = count(data, "candidatesTokenCount") + thoughts
+    return Usage(
+        prompt,
+        answer,
+        count(data, "totalTokenCount") or prompt + answer,
+        cached_tokens=count(data, "cachedContentTokenCount"),
+        reasoning_tokens=thoughts,
+    )

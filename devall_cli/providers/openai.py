@@ -199,7 +199,19 @@ def _tool_call(call: Any, number: int) -> ToolCall:
 
 
 def _usage(data: Any) -> Usage:
+    """Chat Completions' usage: cached and reasoning tokens are parts of prompt and completion."""
     if not isinstance(data, dict):
         return Usage()
     prompt, completion = count(data, "prompt_tokens"), count(data, "completion_tokens")
-    return Usage(prompt, completion, count(data, "total_tokens") or prompt + completion)
+    return Usage(
+        prompt,
+        completion,
+        count(data, "total_tokens") or prompt + completion,
+        cached_tokens=_detail(data, "prompt_tokens_details", "cached_tokens"),
+        reasoning_tokens=_detail(data, "completion_tokens_details", "reasoning_tokens"),
+    )
+
+
+def _detail(data: dict[str, Any], group: str, key: str) -> int:
+    details = data.get(group)
+    return count(details, key) if isinstance(details, dict) else 0

@@ -1,25 +1,37 @@
 """The `scripted` provider: replays the assistant turns written in the workflow (SPEC.md §3).
 
 It drives the same model ⇄ tools loop as a real model, deterministically and without any I/O, so
-workflows run offline and in CI. One instance serves one node run.
+workflows run offline and in CI. One instance serves one node run. A turn may say what it
+"used" (`usage: {input_tokens, output_tokens, cached_tokens, reasoning_tokens}`): those counts
+are reported as a real endpoint's would be, priced and held against a run's budget
+(docs/cost.md); without it a turn reports no tokens.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from devall_cli.config.json_shapes import Schema, array_of, keys_object
 from devall_cli.config.model import EMPTY, frozen_mapping
 from devall_cli.config.placeholders import UNRESOLVED
-from devall_cli.config.schema import Checker, KeySpec, check_keys, describe, get_mapping, opt_str
+from devall_cli.config.schema import (
+    Checker,
+    KeySpec,
+    check_keys,
+    describe,
+    get_mapping,
+    opt_int,
+    opt_str,
+)
 from devall_cli.config.yaml_source import KeyPath
 from devall_cli.providers.base import (
     AssistantMessage,
     ModelSettings,
     ToolCall,
+    Usage,
     content_text,
     dump_json,
 )
@@ -41,6 +53,7 @@ class ScriptedTurn:
 
     content: str | None = None
     tool_calls: tuple[ScriptedToolCall, ...] = ()
+    usage: Usage = field(default_factory=Usage)  # what the turn says it used (none by default)
 
 
 # One pass over the text, so a substituted value that itself contains `{input}` stays as it is;
@@ -60,7 +73,8 @@ class ScriptedProvider:
         self._cursor.setdefault("turn", 0)
         self._cursor.setdefault("calls", 0)
         self._fallback = next(
-            (turn.content for turn in reversed(self._script) if turn.content is not None), ""
+            (turn for turn in reversed(self._script) if turn.content is not None),
+            ScriptedTurn(content=""),
         )
 
     async def complete(
@@ -68,7 +82,8 @@ class ScriptedProvider:
     ) -> AssistantMessage:
         """The next scripted turn, with placeholders filled from the conversation."""
         if self._cursor["turn"] >= len(self._script):
-            return AssistantMessage(content=fill_placeholders(self._fallback, messages))
+            text = fill_placeholders(self._fallback.content or "", messages)
+            return AssistantMessage(content=text, usage=self._fallback.usage)
         turn = self._script[self._cursor["turn"]]
         self._cursor["turn"] += 1
         content = None if turn.content is None else fill_placeholders(turn.content, messages)
@@ -77,7 +92,7 @@ class ScriptedProvider:
         )
         if content is None and not calls:
             content = ""
-        return AssistantMessage(content=content, tool_calls=calls)
+        return AssistantMessage(content=content, tool_calls=calls, usage=turn.usage)
 
     async def aclose(self) -> None:
         """Nothing to release."""
@@ -130,8 +145,11 @@ def _plain(value: Any) -> Any:
 
 # --- the descriptor: `script` is read here -------------------------------------------------
 
-_TURN_KEYS = KeySpec(known=frozenset({"content", "tool_calls"}))
+_TURN_KEYS = KeySpec(known=frozenset({"content", "tool_calls", "usage"}))
 _CALL_KEYS = KeySpec(known=frozenset({"name", "arguments"}))
+_USAGE_KEYS = KeySpec(
+    known=frozenset({"input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens"})
+)
 
 
 def parse_script(ck: Checker, config: dict[str, Any], path: KeyPath) -> tuple[ScriptedTurn, ...]:
@@ -166,7 +184,35 @@ def _turn(ck: Checker, raw: Any, path: KeyPath) -> ScriptedTurn | None:
         return None
     content = opt_str(ck, turn, "content", path)
     calls = _tool_calls(ck, turn.get("tool_calls"), (*path, "tool_calls"))
-    return ScriptedTurn(content=content, tool_calls=calls)
+    usage = _usage(ck, turn.get("usage"), (*path, "usage"))
+    return ScriptedTurn(content=content, tool_calls=calls, usage=usage)
+
+
+def _usage(ck: Checker, raw: Any, path: KeyPath) -> Usage:
+    """`usage: {input_tokens, output_tokens, cached_tokens, reasoning_tokens}`: counts >= 0;
+    cached tokens are part of the input, reasoning tokens part of the output."""
+    if raw is None or raw is UNRESOLVED:
+        return Usage()
+    usage = get_mapping(ck, raw, path, "usage")
+    if usage is None:
+        return Usage()
+    with ck.strict_keys():
+        check_keys(ck, usage, path, _USAGE_KEYS)
+    counts = {key: opt_int(ck, usage, key, path, 0, minimum=0) for key in sorted(_USAGE_KEYS.known)}
+    prompt, answer = counts["input_tokens"], counts["output_tokens"]
+    if counts["cached_tokens"] > prompt:
+        ck.error((*path, "cached_tokens"), "cached_tokens are part of input_tokens: at most it")
+    if counts["reasoning_tokens"] > answer:
+        ck.error(
+            (*path, "reasoning_tokens"), "reasoning_tokens are part of output_tokens: at most it"
+        )
+    return Usage(
+        prompt,
+        answer,
+        prompt + answer,
+        cached_tokens=counts["cached_tokens"],
+        reasoning_tokens=counts["reasoning_tokens"],
+    )
 
 
 def _tool_calls(ck: Checker, raw: Any, path: KeyPath) -> tuple[ScriptedToolCall, ...]:
@@ -202,7 +248,10 @@ def make_scripted(config: ModelSettings, **options: Any) -> ScriptedProvider:
 def _shapes() -> dict[str, Schema]:
     """`script`: a list of turns, each a text or `{content, tool_calls}`."""
     call = keys_object(_CALL_KEYS, strict=True)
-    turn = keys_object(_TURN_KEYS, strict=True, shapes={"tool_calls": array_of(call)})
+    counts = {key: {"type": "integer", "minimum": 0} for key in sorted(_USAGE_KEYS.known)}
+    usage = keys_object(_USAGE_KEYS, strict=True, shapes=counts)
+    shapes = {"tool_calls": array_of(call), "usage": usage}
+    turn = keys_object(_TURN_KEYS, strict=True, shapes=shapes)
     text_turn: Schema = {"type": "string"}  # a turn that only answers
     return {"script": array_of({"anyOf": [text_turn, turn]})}
 

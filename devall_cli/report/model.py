@@ -133,7 +133,7 @@ class RunLog:
     run_id: str = ""
     workflow: str = ""
     task: str = ""
-    status: str = "unknown"  # ok | failed | interrupted | running (no end recorded) | unknown
+    status: str = "unknown"  # ok | failed | interrupted | budget | running (no end) | unknown
     exit_code: int | None = None
     error: str | None = None
     details: list[str] = field(default_factory=list)  # under the error (a server's log lines)

@@ -21,6 +21,7 @@ from devall_cli.graphview.layout import layout
 from devall_cli.graphview.shape import walk
 from devall_cli.graphview.svg import NodeState, RunMarks, render_svg
 from devall_cli.report.attachments import Attachments
+from devall_cli.report.cost import CostView, read_cost
 from devall_cli.report.model import NodeView, RunLog
 from devall_cli.report.timeline import Timeline, build_timeline, node_span, seconds_text
 from devall_cli.text import clean_text, visible
@@ -55,10 +56,13 @@ def render_report(log: RunLog, report_path: Path) -> str:
     for block in _attachment_blocks(log):
         attachments.view(block)
     script = _asset("report.js")
+    cost = read_cost(log)
     page = env.get_template("report.html.j2").render(
         run=log,
         status=_run_status(log),
-        facts=_facts(log),
+        facts=_facts(log, cost),
+        cost=cost,
+        node_costs={row.name: row.cost for row in cost.nodes},
         graph_svg=_graph_svg(log),
         timeline=build_timeline(log),
         zoomed=_zoomed(log),
@@ -86,14 +90,14 @@ def node_status(node: NodeView, run_status: str) -> str:
     """A node's status as shown: one still running when the run ended was interrupted."""
     if node.status in _FINAL:
         return "not_run" if node.status == "pending" else node.status
-    return "interrupted" if run_status == "interrupted" else "running"
+    return "interrupted" if run_status in ("interrupted", "budget") else "running"
 
 
 def _run_status(log: RunLog) -> str:
-    return log.status if log.status in ("ok", "failed", "interrupted") else "running"
+    return log.status if log.status in ("ok", "failed", "interrupted", "budget") else "running"
 
 
-def _facts(log: RunLog) -> list[tuple[str, str]]:
+def _facts(log: RunLog, cost: CostView) -> list[tuple[str, str]]:
     totals = log.result.get("totals") if isinstance(log.result.get("totals"), dict) else {}
     assert isinstance(totals, dict)
     tokens = totals.get("tokens")
@@ -113,6 +117,8 @@ def _facts(log: RunLog) -> list[tuple[str, str]]:
     facts.append(("tool calls", calls))
     if isinstance(tokens, dict):
         facts.append(("tokens", f"{tokens.get('total', 0):,}"))
+    if cost.total is not None and not cost.empty:
+        facts.append(("cost", cost.total.cost))
     return facts
 
 

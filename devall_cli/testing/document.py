@@ -10,12 +10,15 @@ from devall_cli.testing.model import CaseResult, ExpectationResult, SuiteResult
 
 def suite_exit_code(result: SuiteResult) -> int:
     """0 when every case passed; 4 when every failed case failed to reach a server or the model
-    (the environment, not the workflow); 1 otherwise."""
+    (the environment, not the workflow); 8 when every failed case was stopped by its budget;
+    1 otherwise."""
     failed = [case for case in result.cases if not case.passed]
     if not failed:
         return int(ExitCode.OK)
     if all(case.connection_failure for case in failed):
         return int(ExitCode.CONNECTION)
+    if all(case.exit_code == ExitCode.BUDGET for case in failed):
+        return int(ExitCode.BUDGET)
     return int(ExitCode.FAILED)
 
 

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from devall_cli.config.cost import usd_text
 from devall_cli.events import EdgeEvent, Event, ToolCallEvent
 from devall_cli.testing.checks import (
     Verdict,
@@ -206,7 +207,7 @@ def check_edge(config: EdgeConfig, run: RunView) -> Verdict:
 
 
 def check_budget(config: BudgetConfig, run: RunView) -> Verdict:
-    """The run used no more than each limit; `cost` cannot be known yet (no price table)."""
+    """The run used no more than each limit; `cost` needs a price for every model called."""
     result = run.result
     used: dict[str, Any] = {
         "model_calls": result.model_calls,
@@ -226,8 +227,13 @@ def check_budget(config: BudgetConfig, run: RunView) -> Verdict:
         if limit is not None and used[key] > limit
     ]
     if config.cost is not None:
-        used["cost"] = None
-        over.append("cost: no price known (devall has no price table for models yet)")
+        cost = result.cost
+        used["cost"] = cost.cost_usd
+        if cost.cost_usd is None:
+            models = ", ".join(cost.unpriced_models)
+            over.append(f"cost: no price for {models} (give one in pricing:, docs/cost.md)")
+        elif cost.cost_usd > config.cost:
+            over.append(f"cost {usd_text(cost.cost_usd)} > {usd_text(config.cost)}")
     if over:
         return Verdict(False, "over budget: " + "; ".join(over), used)
     return Verdict(True, "", used)

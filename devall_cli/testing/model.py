@@ -88,7 +88,7 @@ class BudgetConfig:
     tool_calls: int | None = None
     tokens: int | None = None
     seconds: float | None = None
-    cost: float | None = None  # no price table yet: asking for it fails with "no price known"
+    cost: float | None = None  # USD; fails when a model called has no price (docs/cost.md)
 
 
 @dataclass(frozen=True)

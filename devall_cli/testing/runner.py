@@ -9,6 +9,10 @@ taped cases have their own (a recording keeps each server's handshake).
 Expectations are checked on the session recorder's RunResult and the events an in-memory sink
 kept; nothing is read back from the files. Every text a result holds is masked with the
 workflow's secrets and those of the test file.
+
+A budget (`--max-cost`, `--max-tokens`, `--max-model-calls`) is each case's own: every case
+starts with a fresh one, so a case's outcome does not depend on which cases ran before it or
+beside it. A case its budget stopped ends with exit 8 (it fails unless it expects that exit).
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from devall_cli.batch.shared_tools import TASK_STORE, SharedSources
 from devall_cli.batch.task_run import clear_run_dir, warm_up
 from devall_cli.config.model import Workflow, walk_nodes
+from devall_cli.config.pricing import PriceEntry
+from devall_cli.engine.budget import BudgetLimits, BudgetMeter
 from devall_cli.engine.graph import DEFAULT_MAX_STEPS
 from devall_cli.engine.runner import run_workflow
 from devall_cli.engine.session import RunSession
@@ -80,6 +86,8 @@ class SuiteRequest:
     environ: Mapping[str, str] | None = None  # None: the process environment
     interrupt_code: Callable[[], int] = lambda: int(ExitCode.INTERRUPTED)
     policy: ToolPolicy | None = None  # the command line's layer of the tool policy
+    price_file: tuple[PriceEntry, ...] = ()  # --pricing FILE, over each workflow's pricing:
+    budget: BudgetLimits | None = None  # each case's own budget (a fresh meter per case)
 
 
 @dataclass
@@ -221,7 +229,15 @@ async def _run(
     from devall_cli.trace.result import ResultSink
 
     clear_run_dir(run_dir)
-    session = RunSession(workflow, run_id=dir_name, run_dir=run_dir, on_sink_error=_ignore)
+    request = env.request
+    session = RunSession(
+        workflow,
+        run_id=dir_name,
+        run_dir=run_dir,
+        on_sink_error=_ignore,
+        price_file=request.price_file,
+        budget=BudgetMeter(request.budget) if request.budget is not None else None,
+    )
     log = EventLog()
     session.subscribe(log)
     jsonl = JsonlSink(run_dir / "events.jsonl", session.redactor)

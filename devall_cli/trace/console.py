@@ -46,6 +46,7 @@ from devall_cli.events import (
 )
 from devall_cli.redaction import Redactor
 from devall_cli.text import visible
+from devall_cli.trace.console_cost import budget_line, cost_cell, model_lines
 from devall_cli.trace.console_mcp import McpRequestsTrace
 from devall_cli.trace.console_policy import PolicyTrace, sandbox_suffix
 from devall_cli.trace.policy_text import REFUSED_BY_POLICY
@@ -446,7 +447,7 @@ class ConsoleSink(McpRequestsTrace, PolicyTrace):
 
     def _print_summary(self, result: RunResult, event: RunFinishedEvent) -> None:
         table = Table(title=self._t("run summary"), title_justify="left")
-        for name in ("node", "status", "model calls", "tool calls", "tokens", "duration"):
+        for name in ("node", "status", "model calls", "tool calls", "tokens", "cost", "duration"):
             justify: Literal["left", "right"] = "left" if name in ("node", "status") else "right"
             table.add_column(name, justify=justify)
         for node in result.nodes:
@@ -457,6 +458,7 @@ class ConsoleSink(McpRequestsTrace, PolicyTrace):
                 Text(str(node.model_calls)),
                 Text(str(node.tool_calls)),
                 Text(str(node.tokens.total)),
+                cost_cell(node.cost),
                 Text(format_ms(node.duration_ms)),
             )
         refused = result.policy.refused_calls
@@ -470,9 +472,12 @@ class ConsoleSink(McpRequestsTrace, PolicyTrace):
             Text(str(result.model_calls)),
             Text(calls, style="yellow" if shown else ""),
             Text(str(result.tokens.total)),
+            cost_cell(result.cost),
             Text(format_ms(event.duration_ms)),
         )
         self.console.print(table)
+        for line in model_lines(result):
+            self._print(line, "dim")
         self._print_status_line(event, failed, refused)
 
     def _print_status_line(
@@ -491,6 +496,8 @@ class ConsoleSink(McpRequestsTrace, PolicyTrace):
             self._print(f"✓ run ok in {took}", "bold green")
         elif event.status == "interrupted":
             self._print(f"■ run interrupted after {took}", "bold yellow")
+        elif event.status == "budget":
+            self._print(budget_line(took, event.exit_code, event.error), "bold yellow")
         else:
             self._print(
                 f"✗ run failed after {took} (exit {event.exit_code}): {event.error}", "bold red"

@@ -1,4 +1,5 @@
-"""The summary of a run, built from its events: node outcomes, counts, tool stats, attachments."""
+"""The summary of a run, built from its events: node outcomes, counts, tool stats, attachments,
+and the cost of its model calls (per node, per model and in total)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from devall_cli.config.cost import CostTotals
+from devall_cli.config.pricing import PriceTable
 from devall_cli.events import (
     AttachmentSavedEvent,
     CodeFinishedEvent,
@@ -27,6 +30,7 @@ from devall_cli.events import (
     ServerStartingEvent,
     ToolResultEvent,
 )
+from devall_cli.trace.cost_record import CostRecording
 from devall_cli.trace.policy_record import PolicyRecord, PolicyRecording
 
 
@@ -70,6 +74,7 @@ class NodeRecord:
     tool_calls: int = 0
     tokens: TokenCounts = field(default_factory=TokenCounts)
     visits: tuple[VisitRecord, ...] = ()
+    cost: CostTotals = field(default_factory=CostTotals)
 
 
 @dataclass(frozen=True)
@@ -153,6 +158,8 @@ class RunResult:
     code_runs: tuple[dict[str, Any], ...] = ()  # {node, visit, script, status, exit_code, ...}
     memory: tuple[MemoryRecord, ...] = ()
     policy: PolicyRecord = field(default_factory=PolicyRecord)
+    models: tuple[tuple[str, CostTotals], ...] = ()  # (model name, its calls), first call first
+    budget: Mapping[str, Any] | None = None  # the budget that stopped the run, if one did
 
     @property
     def node_outputs(self) -> dict[str, str]:
@@ -182,11 +189,20 @@ class RunResult:
             total = total + node.tokens
         return total
 
+    @property
+    def cost(self) -> CostTotals:
+        """Tokens and cost of all model calls."""
+        total = CostTotals()
+        for _, model in self.models:
+            total = total + model
+        return total
 
-class RunRecorder(PolicyRecording):
-    """An event sink that keeps the running summary of one run."""
 
-    def __init__(self) -> None:
+class RunRecorder(PolicyRecording, CostRecording):
+    """An event sink that keeps the running summary of one run (its model calls priced by
+    `pricing`; None: the built-in prices)."""
+
+    def __init__(self, pricing: PriceTable | None = None) -> None:
         self._result = RunResult(run_id="", workflow="", status="running")
         self._nodes: dict[str, NodeRecord] = {}
         self._tools: dict[str, ToolStats] = {}
@@ -198,6 +214,7 @@ class RunRecorder(PolicyRecording):
         self._memory: dict[tuple[str, str], MemoryRecord] = {}
         self._sandboxes: dict[tuple[str, int], Mapping[str, Any]] = {}  # of scripts running
         self._start_policy()
+        self._start_cost(pricing)
 
     def __call__(self, event: Event) -> None:
         """Take one event into account."""
@@ -218,6 +235,7 @@ class RunRecorder(PolicyRecording):
             code_runs=tuple(self._code_runs),
             memory=tuple(self._memory.values()),
             policy=self._policy_record(),
+            models=self._cost_models(),
         )
 
     def node(self, node_id: str) -> NodeRecord:
@@ -245,6 +263,7 @@ class RunRecorder(PolicyRecording):
             hint=event.hint,
             exit_code=event.exit_code,
             duration_ms=event.duration_ms,
+            budget=dict(event.budget) if event.budget is not None else None,
         )
 
     def _on_node_started(self, event: NodeStartedEvent) -> None:
@@ -313,7 +332,10 @@ class RunRecorder(PolicyRecording):
             int(usage.get("total_tokens", 0)),
         )
         self._update_node(
-            event.node_id, model_calls=node.model_calls + 1, tokens=node.tokens + tokens
+            event.node_id,
+            model_calls=node.model_calls + 1,
+            tokens=node.tokens + tokens,
+            cost=node.cost + self._priced_call(event),
         )
 
     def _on_tool_result(self, event: ToolResultEvent) -> None:

@@ -41,6 +41,7 @@ def _node(node: NodeRecord) -> dict[str, Any]:
         "model_calls": node.model_calls,
         "tool_calls": node.tool_calls,
         "tokens": _tokens(node.tokens),
+        "cost": node.cost.record(),
         "visits": [
             {
                 "visit": v.visit,
@@ -75,6 +76,13 @@ def _attachment(record: AttachmentRecord) -> dict[str, Any]:
         "tool": record.tool,
         "node": record.node_id,
     }
+
+
+def _cost(result: RunResult) -> dict[str, Any]:
+    """The run's tokens and cost, with those of each model and the models without a price."""
+    total = result.cost
+    models = {name: {"calls": totals.calls, **totals.record()} for name, totals in result.models}
+    return {**total.record(), "unpriced_models": list(total.unpriced_models), "models": models}
 
 
 def _policy(record: PolicyRecord) -> dict[str, Any]:
@@ -150,7 +158,10 @@ def build_result(
             "tool_errors": result.tool_errors,
             "tokens": _tokens(result.tokens),
         },
+        "cost": _cost(result),
     }
+    if result.budget is not None:  # the run stopped at its budget
+        document["budget"] = dict(result.budget)
     if not result.policy.empty:  # only when the policy hid a tool or decided a call
         document["policy"] = _policy(result.policy)
     redacted: dict[str, Any] = redactor.value(document)

@@ -24,7 +24,7 @@ from devall_cli.config.yaml_source import KeyPath, SourceDocument, parse_source
 from devall_cli.errors import ConfigError, ConfigIssue
 from devall_cli.redaction import Redactor, masking
 
-TOP_KEYS = KeySpec(known=frozenset({"version", "vars", "graph"}))
+TOP_KEYS = KeySpec(known=frozenset({"version", "vars", "graph", "pricing"}))
 WORKFLOW_SUFFIXES = (".yaml", ".yml", ".json")
 
 
@@ -160,6 +160,13 @@ def _read_subgraph_document(ck: Checker) -> GraphConfig | None:
     _, resolved = resolve_document(ck, vars_block(ck, data), body)
     if whole:
         check_version(ck, resolved.get("version"))
+        if resolved.get("pricing") is not None:
+            ck.warning(
+                ("pricing",),
+                "pricing in a subgraph file is ignored: the prices of a run are those of "
+                "the workflow file (and --pricing FILE)",
+                at_key=True,
+            )
     with masking(Redactor(ck.secrets)):
         if whole:
             return parse_graph(ck, resolved.get("graph"), ("graph",))

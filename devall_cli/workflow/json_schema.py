@@ -44,8 +44,19 @@ def workflow_schema() -> Schema:
 
 
 def _top_shapes() -> dict[str, Schema]:
+    from devall_cli.config.pricing import PRICE_KEYS
+
     version: Schema = {"type": ["string", "number"]}
-    return {"version": version, "vars": {"type": ["object", "null"]}, "graph": ref("graph")}
+    number: Schema = {"type": "number", "minimum": 0}
+    shapes = dict.fromkeys(PRICE_KEYS.known, number)
+    price = keys_object(PRICE_KEYS, strict=True, shapes=shapes, required=["input", "output"])
+    pricing: Schema = {"type": ["object", "null"], "additionalProperties": price}
+    return {
+        "version": version,
+        "vars": {"type": ["object", "null"]},
+        "graph": ref("graph"),
+        "pricing": pricing,
+    }
 
 
 def _config_of(*, strict: bool) -> Any:

@@ -15,6 +15,7 @@ from typing import Any
 from devall_cli.config.dotenv import load_dotenv_files
 from devall_cli.config.model import Workflow, frozen_mapping
 from devall_cli.config.placeholders import UNRESOLVED
+from devall_cli.config.pricing import parse_pricing
 from devall_cli.config.schema import Checker, check_keys
 from devall_cli.config.scope import LoadScope
 from devall_cli.config.yaml_source import SourceDocument, cut_line, load_source
@@ -104,6 +105,7 @@ def _build(
     body = {key: value for key, value in top.items() if key != "vars"}
     resolved_vars, resolved = resolve_document(ck, vars_block(ck, top), body)
     version = check_version(ck, resolved.get("version"))
+    pricing = parse_pricing(ck, resolved.get("pricing"), ("pricing",))
     with masking(Redactor(ck.secrets)):  # values quoted in messages are masked, then cut
         graph = parse_graph(ck, resolved.get("graph"))
     # The agents' default keys come from the environment: masked even though no file names them.
@@ -119,6 +121,7 @@ def _build(
         path=file_path,
         version=version,
         vars=frozen_mapping(plain_vars),
+        pricing=pricing,
         redactor=redactor,
         warnings=tuple(issues),
     )

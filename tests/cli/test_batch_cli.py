@@ -187,6 +187,7 @@ def test_resume_after_a_failure_reruns_only_the_tasks_not_ok(tmp_path: Path, llm
         "ok": 4,
         "failed": 0,
         "interrupted": 0,
+        "budget": 0,
         "not_run": 0,
         "ran": 1,
         "skipped": 3,

@@ -23,6 +23,17 @@ def outcome(task_id: str, status: str = "ok", ms: float = 10.0, tokens: int = 0)
     )
 
 
+NO_COST = {
+    "input_tokens": 0,
+    "output_tokens": 0,
+    "cached_tokens": 0,
+    "reasoning_tokens": 0,
+    "cost_usd": 0.0,
+    "priced": True,
+    "price_source": None,
+}
+
+
 def test_each_outcome_is_one_json_line_with_the_documented_fields(tmp_path: Path) -> None:
     log = ResultsLog(tmp_path / "results.jsonl")
     log.append(outcome("a"))
@@ -42,6 +53,7 @@ def test_each_outcome_is_one_json_line_with_the_documented_fields(tmp_path: Path
             "exit_code": 0,
             "details": [],
             "hint": None,
+            "cost": NO_COST,
         },
         {
             "id": "b",
@@ -54,6 +66,7 @@ def test_each_outcome_is_one_json_line_with_the_documented_fields(tmp_path: Path
             "exit_code": 4,
             "details": [],
             "hint": None,
+            "cost": NO_COST,
         },
     ]
     assert os.stat(tmp_path / "results.jsonl").st_mode & 0o777 == 0o600
@@ -125,6 +138,7 @@ def test_the_tally_counts_each_tasks_latest_result() -> None:
         "ok": 2,
         "failed": 1,
         "interrupted": 0,
+        "budget": 0,
         "not_run": 1,
         "ran": 2,
         "skipped": 1,
