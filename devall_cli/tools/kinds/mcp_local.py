@@ -305,14 +305,54 @@ def make_local_process(source_id: str, settings: McpLocalConfig, ctx: SourceCont
     return new_local_process(source_id, settings, ctx)
 
 
+# Arguments that name the script a command runs: the server's name is the script's.
+_SCRIPT_SUFFIXES = frozenset(
+    {".py", ".js", ".mjs", ".cjs", ".ts", ".mts", ".rb", ".sh", ".pl", ".php", ".jar"}
+)
+# Words of a runner that come before what it runs (`uv run`, `pnpm dlx`, `docker run`, `bun x`).
+_RUNNER_WORDS = frozenset({"run", "dlx", "x", "exec", "tool"})
+
+
 def local_name(settings: McpLocalConfig) -> str:
-    """The script's name (its package's, for a script under `node_modules`), else the
-    command's."""
-    scripts = [a for a in settings.args if not a.startswith("-")]
-    package = next((name for name in map(node_package, scripts) if name), None)
+    """What the command runs: its script's name (its package's, for a script under
+    `node_modules`), else the module of `-m`, else the package a runner is given (`npx -y
+    @scope/server-x` → `server-x`), else the command's name. Flag values, numbers and paths
+    given to the server (`--pages 2`, a folder to serve) never name it."""
+    words = [a for a in settings.args if not a.startswith("-")]
+    package = next((name for name in map(node_package, words) if name), None)
     if package:
         return package
-    return PurePosixPath(scripts[-1]).stem if scripts else PurePosixPath(settings.command).name
+    script = next((w for w in words if PurePosixPath(w).suffix.lower() in _SCRIPT_SUFFIXES), None)
+    if script is not None:
+        return PurePosixPath(script).stem
+    args = list(settings.args)
+    if "-m" in args[:-1]:
+        return args[args.index("-m") + 1]
+    named = next((w for w in _leading_words(args) if w not in _RUNNER_WORDS), None)
+    if named is not None and not named.startswith(("/", ".", "~")) and not named.isdigit():
+        return _package_name(named)
+    return PurePosixPath(settings.command).name
+
+
+def _leading_words(args: list[str]) -> list[str]:
+    """The words before the first flag that takes a value: `-y pkg --pages 2` → `pkg`."""
+    words: list[str] = []
+    for arg in args:
+        if arg.startswith("-"):
+            if words:
+                break  # what follows may be this flag's value (`--pages 2`)
+            continue
+        words.append(arg)
+    return words
+
+
+def _package_name(word: str) -> str:
+    """`@scope/server-x@1.2` → `server-x`, `mcp-server-time==2025.1` → `mcp-server-time`,
+    `mcp/time:latest` → `time`."""
+    name = word.rsplit("/", 1)[-1]
+    for mark in ("==", "@", ":"):
+        name = name.split(mark, 1)[0] if not name.startswith(mark) else name
+    return name or word
 
 
 def node_package(path: str) -> str | None:

@@ -47,3 +47,23 @@ def test_a_node_server_under_node_modules_is_named_after_its_package() -> None:
     script = "/home/u/app/node_modules/@scope/server-x/dist/index.js"
     assert local_name(McpLocalConfig(command="node", args=(script, "/tmp"))) == "server-x"
     assert local_name(McpLocalConfig(command="node", args=("server.js",))) == "server"
+
+
+@pytest.mark.parametrize(
+    ("command", "args", "name"),
+    [
+        ("npx", ("-y", "@acme/pdf-server@1.2", "--pages", "2"), "pdf-server"),
+        ("npx", ("-y", "@modelcontextprotocol/server-filesystem", "/srv"), "server-filesystem"),
+        ("uvx", ("mcp-server-time", "--local-timezone", "UTC"), "mcp-server-time"),
+        ("node", ("server.js", "/srv/docs"), "server"),
+        ("python", ("/opt/app/server.py", "--port", "3"), "server"),
+        ("python", ("-m", "mcp_server_fetch"), "mcp_server_fetch"),
+        ("uv", ("run", "server.py"), "server"),
+        ("pnpm", ("dlx", "server-x"), "server-x"),
+        ("mytool", ("--port", "3"), "mytool"),
+    ],
+)
+def test_a_server_is_named_by_what_it_runs_not_by_a_value_given_to_it(
+    command: str, args: tuple[str, ...], name: str
+) -> None:
+    assert local_name(McpLocalConfig(command=command, args=args)) == name
