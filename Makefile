@@ -4,12 +4,13 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 RAY_STAMP := $(VENV)/.installed-ray
+OTEL_STAMP := $(VENV)/.installed-otel
 
 # The MCP conformance suite and the Node 22 it runs on, from npm (tests/conformance/).
 CONFORMANCE := tests/conformance
 CONF_STAMP  := $(CONFORMANCE)/node_modules/.installed
 
-.PHONY: demo test test-fast lint bench bench-tools venv clean chromium bubblewrap conformance conformance-deps npm-servers
+.PHONY: demo test test-fast lint bench bench-tools venv clean chromium bubblewrap conformance conformance-deps npm-servers phoenix
 
 # MCP servers from npm that the tests run against, installed into a folder of the project.
 NPM_SERVERS := .npm-servers
@@ -32,12 +33,33 @@ $(RAY_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[ray]'
 	touch $(RAY_STAMP)
 
+# The otel extra (`--otel`): its tests run where it is installed (make test installs it).
+$(OTEL_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[otel]'
+	touch $(OTEL_STAMP)
+
+# Arize Phoenix, the OpenTelemetry backend the tracing test sends a run to
+# (tests/cli/test_otel_phoenix.py), in a virtualenv of its own: it is too heavy for devall's
+# and pins its own versions. Installed once (about 850 MB); again when the Makefile changes. Where
+# it cannot be installed (no package registry) the test is skipped and says why.
+PHOENIX_VERSION := 20.26.1
+PHOENIX_VENV := .venv-phoenix
+PHOENIX_STAMP := $(PHOENIX_VENV)/.installed
+
+phoenix: $(PHOENIX_STAMP)
+
+$(PHOENIX_STAMP): Makefile
+	@{ test -x $(PHOENIX_VENV)/bin/python || $(PYTHON) -m venv $(PHOENIX_VENV); } && \
+	$(PHOENIX_VENV)/bin/python -m pip install --quiet arize-phoenix==$(PHOENIX_VERSION) && \
+	echo $(PHOENIX_VERSION) > $@ || \
+	echo "arize-phoenix could not be installed: the test against Phoenix will be skipped"
+
 # The venv's bin/ goes first on PATH so that `python` in the workflow finds fastmcp.
 demo: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/devall run workflows/demo_offline.yaml \
 		--task "Tell me my fortune"
 
-test: $(STAMP) $(RAY_STAMP) $(CONF_STAMP) npm-servers chromium bubblewrap
+test: $(STAMP) $(RAY_STAMP) $(OTEL_STAMP) $(CONF_STAMP) npm-servers chromium bubblewrap phoenix
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 # The edit loop: everything but the tests marked slow (soak, Ray clusters, conformance). CI runs
@@ -115,4 +137,4 @@ bench-tools:
 		echo "bench-tools: Node 22 and the Inspector not installed"
 
 clean:
-	rm -rf $(VENV) $(NPM_SERVERS) $(BENCH) logs .pytest_cache .mypy_cache .ruff_cache $(CONFORMANCE)/node_modules
+	rm -rf $(VENV) $(PHOENIX_VENV) $(NPM_SERVERS) $(BENCH) logs .pytest_cache .mypy_cache .ruff_cache $(CONFORMANCE)/node_modules

@@ -115,6 +115,9 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]
         "MAC_FUNCTIONS_DIR",
         "MAC_EDGE_FUNCTIONS_DIR",
         "MAC_EDGE_PROCESSOR_FUNCTIONS_DIR",
+        # Either would turn tracing on (docs/otel.md) and send every test's spans off.
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
     ):
         monkeypatch.delenv(name, raising=False)
     yield
@@ -131,6 +134,7 @@ DATA_DIR = REPO_ROOT / "tests" / "data"
 # place; the tests inside a file keep their order.
 SLOW_FILES_FIRST = (
     "tests/cli/test_batch_ray.py",
+    "tests/cli/test_otel_phoenix.py",
     "tests/conformance/test_conformance.py",
     "tests/cli/test_head_start_cli.py",
     "tests/cli/test_resources_prompts_cli.py",

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from devall_cli.batch.results import TaskOutcome
 from devall_cli.batch.shared_tools import TASK_STORE, SharedSources
@@ -33,6 +33,9 @@ from devall_cli.errors import BudgetError, ConfigError, DevallError, ExitCode, R
 from devall_cli.nodes.human_input import HUMAN_INPUT, Answers, ScriptedReplies
 from devall_cli.tools.policy import Approver, ToolPolicy
 from devall_cli.trace.recorder import RunResult
+
+if TYPE_CHECKING:
+    from devall_cli.trace.otel_export import Tracing
 
 RUNS_DIR = "runs"
 Report = Callable[[TaskOutcome], None]
@@ -58,6 +61,7 @@ class TaskEnv:
     price_file: tuple[PriceEntry, ...] = ()  # --pricing FILE, over each workflow's pricing:
     # The batch's budget, shared by every task this process runs (None: no budget).
     budget: BudgetMeter | None = None
+    tracing: Tracing | None = None  # --otel: each task's run is one trace
 
 
 def warm_up(workflow: Workflow) -> None:
@@ -145,6 +149,7 @@ async def _run(
     )
     session.subscribe(jsonl)
     session.subscribe(results)
+    extras = {**(_extras(env) or {}), **traced(env.tracing, session)}
     token = TASK_STORE.set(AttachmentStore(run_dir))
     tape = _tape(task, session, env)
     cassette_failure: str | None = None
@@ -159,7 +164,7 @@ async def _run(
             environ=env.environ,
             interrupt_code=env.interrupt_code,
             max_steps=env.max_steps,
-            extras=_extras(env),
+            extras=extras,
             tape=tape,
         )
     finally:
@@ -192,6 +197,18 @@ def _tape(task: BatchTask, session: RunSession, env: TaskEnv) -> Tape | None:
         workflows.env_file,
         os.environ if env.environ is None else env.environ,
     )
+
+
+def traced(tracing: Tracing | None, session: RunSession) -> dict[str, Any]:
+    """With tracing on, the run's span sink on `session`; the extras that give each tool call
+    the trace context of its span (nodes.agent_calls.REQUEST_META)."""
+    if tracing is None:
+        return {}
+    from devall_cli.nodes.agent_calls import REQUEST_META
+
+    sink = tracing.sink(session.workflow, session.redactor)
+    session.subscribe(sink)
+    return {REQUEST_META: sink.request_meta}
 
 
 def _extras(env: TaskEnv) -> dict[str, Any] | None:

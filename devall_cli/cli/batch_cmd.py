@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -37,6 +38,7 @@ from devall_cli.cli.cost_options import (
     cost_line,
     read_pricing,
 )
+from devall_cli.cli.otel_options import OtelContentOption, OtelOption, tracing_for
 from devall_cli.cli.policy_options import (
     AllowToolOption,
     ApproveOption,
@@ -57,6 +59,7 @@ if TYPE_CHECKING:
     from devall_cli.engine.budget import BudgetLimits
     from devall_cli.nodes.human_input import Answers
     from devall_cli.tools.policy import ToolPolicy
+    from devall_cli.trace.otel_export import Tracing
 
 
 @app.command("batch")
@@ -148,6 +151,8 @@ def batch_command(
     max_cost: MaxCostOption = None,
     max_tokens: MaxTokensOption = None,
     max_model_calls: MaxModelCallsOption = None,
+    otel: OtelOption = False,
+    otel_content: OtelContentOption = False,
 ) -> None:
     """Run WORKFLOW once per task in TASKS, N tasks at a time.
 
@@ -166,6 +171,8 @@ def batch_command(
 
     if record is not None:
         _check_record_dir(record, executor)
+    if (otel or otel_content) and executor != "local":
+        raise UsageError("--otel works with the local executor only (--executor local)")
     policy = cli_policy(allow_tool, deny_tool, approve)
     apply_sandbox(sandbox)
     options = ExecutorOptions(concurrency=concurrency, ray_address=ray_address)
@@ -206,7 +213,10 @@ def batch_command(
             "resume": resume,
         },
     )
-    summary = _run_batch(setup, json_output)
+    # Ray's tasks run in other processes: an OTEL_ variable does not trace them.
+    traces = tracing_for(otel, otel_content) if executor == "local" else nullcontext(None)
+    with traces as tracing:
+        summary = _run_batch(setup, json_output, tracing)
     _raise_for(summary, batch_dir)
 
 
@@ -272,7 +282,9 @@ def _load_first(
     return loaded
 
 
-def _run_batch(setup: _Setup, json_output: bool) -> dict[str, Any]:
+def _run_batch(
+    setup: _Setup, json_output: bool, tracing: Tracing | None = None
+) -> dict[str, Any]:
     """Hold the batch directory, run, and print the summary (also after an interruption)."""
     from devall_cli.batch.executor import make_executor
     from devall_cli.batch.progress import BatchProgress
@@ -302,6 +314,7 @@ def _run_batch(setup: _Setup, json_output: bool) -> dict[str, Any]:
             approver=functools.partial(answers_approver, setup.answers),
             price_file=setup.price_file,
             budget=meter,
+            tracing=tracing,
         )
         executor = make_executor(setup.executor, env, setup.options)
         progress = BatchProgress(console, live=console.is_terminal and not color_disabled())

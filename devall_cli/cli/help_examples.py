@@ -48,6 +48,9 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "    --max-model-calls 20",
         f"devall batch {EXAMPLES_DIR}/batch_fortunes.yaml \\",
         f"    {EXAMPLES_DIR}/batch_fortunes.tasks.csv -c 2 --json --approve never",
+        "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:6006 devall batch \\",
+        f"    {EXAMPLES_DIR}/batch_fortunes.yaml \\",
+        f"    {EXAMPLES_DIR}/batch_fortunes.tasks.jsonl --otel-content",
     ),
     "graph": (
         f"devall graph {EXAMPLES_DIR}/critic_loop.yaml",
@@ -99,7 +102,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     ),
     "run": (
         f'devall run {DEMO} --task "a haiku"',
-        f"devall run {DEMO} --task hi --json --report \\",
+        f"devall run {DEMO} --task hi --json --report --otel \\",
         "    --approve never --allow-tool rand_num --max-model-calls 10",
         f"devall run {EXAMPLES_DIR}/human_review_loop.yaml --task rain \\",
         f"    --answers {EXAMPLES_DIR}/human_review_loop.answers.json",

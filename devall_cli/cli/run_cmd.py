@@ -35,6 +35,7 @@ from devall_cli.cli.cost_options import (
     cost_session,
 )
 from devall_cli.cli.lock_cmd import LockedOption, LockOption, check_run_lock
+from devall_cli.cli.otel_options import OtelContentOption, OtelOption, tracing_for
 from devall_cli.cli.policy_options import (
     AllowToolOption,
     ApproveOption,
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
     from devall_cli.nodes.human_input import Answers, HumanInput
     from devall_cli.tools.policy import ToolPolicy
     from devall_cli.trace.console import ConsoleSink, Verbosity
+    from devall_cli.trace.otel_export import Tracing
 
 
 def read_task(task: str | None, task_file: str | None) -> str:
@@ -204,6 +206,8 @@ def run_command(
     max_cost: MaxCostOption = None,
     max_tokens: MaxTokensOption = None,
     max_model_calls: MaxModelCallsOption = None,
+    otel: OtelOption = False,
+    otel_content: OtelContentOption = False,
 ) -> None:
     """Run WORKFLOW: start its MCP servers, run the graph, print the final answer on stdout.
 
@@ -245,7 +249,7 @@ def run_command(
         **cost_session(pricing, max_cost, max_tokens, max_model_calls),
     )
     # One run at a time per directory: a second one would interleave its lines with ours.
-    with session.held():
+    with tracing_for(otel, otel_content) as tracing, session.held():
         _run_in(
             session,
             task_text,
@@ -256,6 +260,7 @@ def run_command(
             report=report,
             tape=tape,
             policy=policy,
+            tracing=tracing,
         )
 
 
@@ -392,12 +397,14 @@ def _run_in(
     report: bool = False,
     tape: Tape | None = None,
     policy: ToolPolicy | None = None,
+    tracing: Tracing | None = None,
 ) -> None:
     """Run with the trace on stderr and the records in `run_dir`; print the answer on stdout.
 
     The answer is printed even when a record could not be written (a full disk); that is
     reported after it, naming the file, and fails the command.
     """
+    from devall_cli.batch.task_run import traced
     from devall_cli.cli.approval_prompt import approver_for
     from devall_cli.cli.records import RunRecords, print_run_files
     from devall_cli.config.model import walk_nodes
@@ -414,7 +421,7 @@ def _run_in(
     # One terminal reader for human nodes, servers' forms and tool approvals: one question at
     # a time.
     terminal = terminal_prompt(console)
-    extras = node_extras(replies, console, terminal)
+    extras = {**node_extras(replies, console, terminal), **traced(tracing, session)}
     tools = policy_manager(policy, approver_for(replies, console, terminal=terminal))
     report_failure: str | None = None
     try:

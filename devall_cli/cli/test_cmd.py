@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -30,6 +31,7 @@ from devall_cli.cli.cost_options import (
     budget_limits,
     read_pricing,
 )
+from devall_cli.cli.otel_options import OtelContentOption, OtelOption, tracing_for
 from devall_cli.cli.policy_options import (
     AllowToolOption,
     ApproveOption,
@@ -111,6 +113,8 @@ def test_command(
     max_cost: MaxCostOption = None,
     max_tokens: MaxTokensOption = None,
     max_model_calls: MaxModelCallsOption = None,
+    otel: OtelOption = False,
+    otel_content: OtelContentOption = False,
 ) -> None:
     """Run the test cases in PATH and check each run's answer, nodes, tools, budget and grade.
 
@@ -144,7 +148,9 @@ def test_command(
         budget=budget_limits(max_cost, max_tokens, max_model_calls),
     )
     console = stderr_console()
-    result = run_async(run_tests(request, _Progress(console)), signals)
+    with tracing_for(otel, otel_content) as tracing:
+        request = replace(request, tracing=tracing)
+        result = run_async(run_tests(request, _Progress(console)), signals)
     if junit is not None:
         _write_junit(junit, result, TEST_SUFFIX)
     _print_table(console, result)

@@ -2,13 +2,15 @@
 `tool.result` events; skill tools are answered by the visit's skills, and a tool the active skill
 does not allow is refused, without reaching its server. Each call carries its `CallContext`:
 the node's model answers the server's sampling requests, and the operator's terminal (what the
-command put in `NodeRun.extras[ELICITOR]`) its elicitation requests."""
+command put in `NodeRun.extras[ELICITOR]`) its elicitation requests. When the run is traced,
+`NodeRun.extras[REQUEST_META]` gives the `_meta` each call's request carries (its trace context),
+asked right after the call's `tool.call` event, which opened the call's span."""
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +36,9 @@ from devall_cli.tools.base import (
 from devall_cli.tools.normalize import blocks_to_json
 
 ELICITOR = "elicitor"  # the key of the operator's terminal form in NodeRun.extras
+REQUEST_META = "request_meta"  # the key of a RequestMeta in NodeRun.extras
+# (node path, call id) -> what the call's request carries in its `_meta` (the trace context).
+RequestMeta = Callable[[str, str], Mapping[str, str]]
 
 
 async def run_calls(
@@ -125,7 +130,15 @@ async def _run_call(
         result = answered
     else:
         elicitor: Elicitor | None = run.extras.get(ELICITOR)
-        context = CallContext(node_id, call.id, call.name, sampler=sampler, elicitor=elicitor)
+        meta_of: RequestMeta | None = run.extras.get(REQUEST_META)
+        context = CallContext(
+            node_id,
+            call.id,
+            call.name,
+            sampler=sampler,
+            elicitor=elicitor,
+            request_meta=meta_of(node_id, call.id) if meta_of is not None else {},
+        )
         try:
             result = await run.tools.call(node_id, call.name, call.arguments, context=context)
         except DevallError as exc:

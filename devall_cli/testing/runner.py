@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from devall_cli.batch.shared_tools import TASK_STORE, SharedSources
-from devall_cli.batch.task_run import clear_run_dir, warm_up
+from devall_cli.batch.task_run import clear_run_dir, traced, warm_up
 from devall_cli.config.model import Workflow, walk_nodes
 from devall_cli.config.pricing import PriceEntry
 from devall_cli.engine.budget import BudgetLimits, BudgetMeter
@@ -57,6 +57,7 @@ from devall_cli.testing.verdicts import check_case, exit_expected, exit_result
 if TYPE_CHECKING:
     from devall_cli.cassette import Tape
     from devall_cli.tools.policy import ToolPolicy
+    from devall_cli.trace.otel_export import Tracing
 
 
 class SuiteListener(Protocol):
@@ -88,6 +89,7 @@ class SuiteRequest:
     policy: ToolPolicy | None = None  # the command line's layer of the tool policy
     price_file: tuple[PriceEntry, ...] = ()  # --pricing FILE, over each workflow's pricing:
     budget: BudgetLimits | None = None  # each case's own budget (a fresh meter per case)
+    tracing: Tracing | None = None  # --otel: each case's run is one trace
 
 
 @dataclass
@@ -247,7 +249,7 @@ async def _run(
     )
     session.subscribe(jsonl)
     session.subscribe(results)
-    extra: dict[str, Any] = {}
+    extra: dict[str, Any] = {"extras": traced(request.tracing, session)}
     if tape is None:  # live: on the command's shared servers
         extra["tool_manager_factory"] = env.pool.tool_manager_factory(env.request.policy)
     elif env.request.policy is not None:

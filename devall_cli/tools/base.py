@@ -224,7 +224,10 @@ class CallContext:
     """The tool call a request from a server belongs to, and who answers for it.
 
     The node running the call supplies it: its model answers sampling requests, and the
-    operator's terminal (when there is one) answers elicitation requests.
+    operator's terminal (when there is one) answers elicitation requests. `request_meta` goes
+    into the `_meta` of the call's request beside the progress token: the W3C trace context
+    (`traceparent`, `tracestate`) of the call's span when the run is traced, so that the
+    server's own spans join the run's trace.
     """
 
     node_id: str = ""
@@ -232,6 +235,7 @@ class CallContext:
     tool: str = ""  # the final name the node called
     sampler: Sampler | None = None
     elicitor: Elicitor | None = None
+    request_meta: Mapping[str, str] = EMPTY
 
 
 class ToolEvents(Protocol):

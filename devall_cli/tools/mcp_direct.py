@@ -185,15 +185,22 @@ class DirectSession:
         method: str,
         params: Mapping[str, Any] | None = None,
         progress: ProgressFn | None = None,
+        meta: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """Send a request and wait for its result (RpcError, SessionClosed)."""
+        """Send a request and wait for its result (RpcError, SessionClosed).
+
+        `meta` goes into the request's `_meta`, beside the progress token (the trace context).
+        """
         if self._ended is not None:
             raise SessionClosed(self._ended)
         request_id = next(self._ids)
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        request_meta = dict(meta or {})
         if progress is not None:
-            params = {**(params or {}), "_meta": {"progressToken": request_id}}
+            request_meta["progressToken"] = request_id
             self._progress[request_id] = progress
+        if request_meta:
+            params = {**(params or {}), "_meta": request_meta}
         if params is not None:
             message["params"] = params
         answer = asyncio.get_running_loop().create_future()
@@ -397,11 +404,15 @@ class DirectSession:
         return tools
 
     async def call_tool(
-        self, name: str, arguments: dict[str, Any], progress: ProgressFn | None
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        progress: ProgressFn | None,
+        meta: Mapping[str, Any] | None = None,
     ) -> CallOutcome | ToolResult:
         """One `tools/call`, checked as the SDK checks its result."""
         params = {"name": name, "arguments": arguments}
-        result = await self.rpc("tools/call", params, progress=progress)
+        result = await self.rpc("tools/call", params, progress=progress, meta=meta)
         return self._outcome(name, result)
 
     # --- listing -------------------------------------------------------------------------------

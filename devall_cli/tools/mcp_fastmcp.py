@@ -7,12 +7,15 @@ sources import it only when they open such a session.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
+from contextvars import Token
 from typing import Any, Literal, TypeVar, cast
 
 import mcp_types
 from fastmcp import Client
 from fastmcp.client.transports import ClientTransport
+from opentelemetry import context as otel_context
+from opentelemetry import propagate
 
 from devall_cli.tools.base import RawTool
 from devall_cli.tools.mcp_protocol import ProgressFn
@@ -52,11 +55,27 @@ class FastmcpSession:
         return [_raw_tool(tool) for tool in await self.client.list_tools()]
 
     async def call_tool(
-        self, name: str, arguments: dict[str, Any], progress: ProgressFn | None
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        progress: ProgressFn | None,
+        meta: Mapping[str, Any] | None = None,
     ) -> mcp_types.CallToolResult:
-        result: mcp_types.CallToolResult = await self.client.call_tool_mcp(
-            name, arguments, timeout=SDK_CALL_TIMEOUT, progress_handler=progress
-        )
+        # fastmcp makes a span of its own for the call and puts the current trace context in
+        # `meta`, over ours: with devall's trace context current, its span (recorded only under
+        # a process-wide tracer provider) is the call's child, and the server gets ours.
+        token = _attach_trace_context(meta)
+        try:
+            result: mcp_types.CallToolResult = await self.client.call_tool_mcp(
+                name,
+                arguments,
+                timeout=SDK_CALL_TIMEOUT,
+                progress_handler=progress,
+                meta=dict(meta) if meta else None,
+            )
+        finally:
+            if token is not None:
+                otel_context.detach(token)
         return result
 
     async def set_log_level(self, level: str) -> None:
@@ -100,6 +119,17 @@ async def open_fastmcp(
         await close(session)
         raise
     return session
+
+
+def _attach_trace_context(meta: Mapping[str, Any] | None) -> Token[otel_context.Context] | None:
+    """Make the trace context in `meta` (a `traceparent`) current; the token to detach it."""
+    if not meta or "traceparent" not in meta:
+        return None
+    carrier = {key: str(value) for key, value in meta.items() if key in _TRACE_KEYS}
+    return otel_context.attach(propagate.extract(carrier))
+
+
+_TRACE_KEYS = ("traceparent", "tracestate")
 
 
 def _raw_tool(tool: mcp_types.Tool) -> RawTool:

@@ -18,7 +18,7 @@ whichever client met it. Sessions never bound their own requests: the source doe
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
@@ -93,9 +93,14 @@ class McpSession(Protocol):
         ...
 
     async def call_tool(
-        self, name: str, arguments: dict[str, Any], progress: ProgressFn | None
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        progress: ProgressFn | None,
+        meta: Mapping[str, Any] | None = None,
     ) -> CallResult | ToolResult:
-        """One `tools/call`; a ToolResult where the result itself is invalid."""
+        """One `tools/call` (`meta`: more `_meta` of the request, such as the trace context);
+        a ToolResult where the result itself is invalid."""
         ...
 
     async def set_log_level(self, level: str) -> None:

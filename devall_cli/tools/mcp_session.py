@@ -389,7 +389,9 @@ class McpSessionSource:
         call: RunningCall,
     ) -> CallResult | ToolResult:
         await self.requests.check_roots(session)
-        request = session.call_tool(name, arguments, self.requests.progress_handler(call))
+        progress = self.requests.progress_handler(call)
+        meta = call.context.request_meta or None
+        request = session.call_tool(name, arguments, progress, meta=meta)
         return await _bounded(request, limit, self.waits, call.clock)
 
     async def _call_with_recovery(

@@ -10,6 +10,8 @@
                      read at each tools/list: a test changes the file to change the surface
     --annotated      with --fixture: the fixture tools carry annotation hints (ANNOTATIONS)
     --record PATH    appends one JSON line per `sleep` call: tag, start, end, in_flight, peak
+    --meta-log PATH  appends one JSON line per tools/call, over stdio and HTTP: the tool's name
+                     and the request's `_meta` as received ({"name", "meta"}; meta null if none)
     --cancel-asked   with --asks: cancels its own request at once (notifications/cancelled) and
                      answers the call without waiting for the client's reply
     --string-ids     echoes the id of every request it answers as a string ("1" for 1)
@@ -75,6 +77,17 @@ SHAPED = {
 _SEND = threading.Lock()  # calls answered on threads of their own write whole lines
 STRING_IDS = [False]
 TOOLS_FILE: list[str | None] = [None]  # --tools-file
+META_LOG: list[str | None] = [None]  # --meta-log
+
+
+def log_meta(message: dict[str, Any]) -> None:
+    """With --meta-log: note the name and `_meta` of a tools/call request."""
+    if META_LOG[0] is None or message.get("method") != "tools/call":
+        return
+    params = message.get("params") or {}
+    line = json.dumps({"name": params.get("name"), "meta": params.get("_meta")})
+    with _SEND, open(META_LOG[0], "a", encoding="utf-8") as out:
+        out.write(line + "\n")
 
 
 def send(message: dict[str, Any]) -> None:
@@ -431,6 +444,7 @@ def serve_http(options: argparse.Namespace) -> None:
             if self.path.split("?")[0] != "/mcp":
                 return self._reply(404)
             message = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+            log_meta(message)
             if options.refuse:
                 return self._refuse()
             if message.get("method") is None and message.get("id") is not None:
@@ -496,8 +510,10 @@ def main() -> None:
     parser.add_argument("--task-only", action="store_true")
     parser.add_argument("--annotated", action="store_true")
     parser.add_argument("--tools-file", default=None)
+    parser.add_argument("--meta-log", default=None)
     options = parser.parse_args()
     TOOLS_FILE[0] = options.tools_file
+    META_LOG[0] = options.meta_log
     if options.annotated:
         for entry in FIXTURE_TOOLS:
             if entry["name"] in ANNOTATIONS:
@@ -517,6 +533,7 @@ def main() -> None:
     print("raw server ready", file=sys.stderr, flush=True)
     asked_id = 1000
     while (message := receive()) is not None:
+        log_meta(message)
         method, request_id = message.get("method"), message.get("id")
         if options.silent_handshake:
             cancelled = (message.get("params") or {}).get("requestId", "")

@@ -14,7 +14,12 @@ from tests.conftest import REPO_ROOT
 
 PACKAGE = REPO_ROOT / "devall_cli"
 # Import name -> distribution name, where they differ.
-DISTRIBUTIONS = {"ruamel": "ruamel.yaml", "mcp_types": "mcp-types", "jwt": "pyjwt"}
+DISTRIBUTIONS = {
+    "ruamel": "ruamel.yaml",
+    "mcp_types": "mcp-types",
+    "jwt": "pyjwt",
+    "opentelemetry": "opentelemetry-api",  # and the otel extra's SDK and exporter
+}
 
 
 def imports(path: Path) -> Iterator[str]:
