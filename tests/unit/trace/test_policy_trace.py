@@ -35,7 +35,7 @@ SANDBOX = {
     "tool": "bwrap",
     "mode": "require",
     "network": False,
-    "writable": ["/work/fs"],
+    "writable": ["/srv/fs"],
     "readable": ["/data/ref"],
     "env": ["PATH"],
 }
@@ -109,7 +109,7 @@ def test_the_console_says_what_was_hidden_approved_refused_and_sandboxed() -> No
     assert "refused by the tool policy" in out and "error (refused_by_policy)" not in out
     assert (
         "server 'fs' ready · protocol 2025-11-25 · 4 tools · 0 ms · sandboxed: network off, "
-        "writes /work/fs, also reads /data/ref"
+        "writes /srv/fs, also reads /data/ref"
     ) in out
     assert (
         "! server 'web' runs without its sandbox: not sandboxed: bwrap not found on PATH "
@@ -184,7 +184,7 @@ def test_the_report_shows_a_policy_panel_refused_calls_and_the_sandboxes(tmp_pat
     assert "approved by the operator: approve: ask (cli)" in page
     assert page.count('st-interrupted">refused by policy</span>') == 1  # the refused call's box
     assert 'class="bar tool-refused"' in page
-    assert "sandboxed: network off, writes /work/fs, also reads /data/ref" in page
+    assert "sandboxed: network off, writes /srv/fs, also reads /data/ref" in page
     assert "not sandboxed: bwrap not found on PATH (sandbox: prefer)" in page
     assert HOSTILE not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
 
