@@ -48,37 +48,27 @@ def approver_for(
 
 
 class ChainApprover(Approver):
-    """The answers file first, then the terminal, then the base class's refusal."""
+    """The answers file first, then the terminal, then the base class's refusal. The tool
+    manager's policy gate asks it about one call at a time and remembers "always" itself."""
 
     def __init__(
         self, scripted: ScriptedApprovals | None, terminal: TerminalApprovals | None
     ) -> None:
         self.scripted = scripted
         self.terminal = terminal
-        self._always: set[tuple[str, str]] = set()  # (node, tool) answered "always"
 
     async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
         """The first decision the chain reaches (never raises for a missing person)."""
-        answer = self._remembered(request)
-        if answer is None and self.scripted is not None:
-            answer = self.scripted.answer(request)
+        answer = self.scripted.answer(request) if self.scripted is not None else None
         if answer is None and self.terminal is not None:
-            async with self.terminal.lock:
-                # Asked in turn: an "always" given while this call waited decides it too.
-                answer = self._remembered(request) or await self.terminal.ask(request)
+            async with self.terminal.lock:  # shared with human nodes' questions
+                answer = await self.terminal.ask(request)
         if answer is None:
             answer = await super().approve(request)
             spent = self.scripted.spent(request) if self.scripted is not None else ""
             if spent:
                 answer = ApprovalAnswer(False, answer.by, note=f"no terminal to ask and {spent}")
-        if answer.approved and answer.remember:
-            self._always.add((request.node_id, request.tool))
         return answer
-
-    def _remembered(self, request: ApprovalRequest) -> ApprovalAnswer | None:
-        if (request.node_id, request.tool) not in self._always:
-            return None
-        return ApprovalAnswer(True, "remembered", note="answered always earlier in the run")
 
 
 class ScriptedApprovals:

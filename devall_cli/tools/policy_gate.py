@@ -9,6 +9,7 @@ every decision on a call the policy does not allow outright is reported as `tool
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -96,6 +97,7 @@ class PolicyGate:
         self._caller_approves = caller_approves
         self._verdicts: dict[str, dict[str, Verdict]] = {}  # node path -> final name -> verdict
         self._always: set[tuple[str, str]] = set()  # (node path, tool) approved "always"
+        self._asking = asyncio.Lock()  # the approver is asked about one call at a time
         self._told: set[str] = set()  # node paths whose tool.denied was emitted
 
     def layers(self, node_path: str) -> Layers:
@@ -148,12 +150,14 @@ class PolicyGate:
         if verdict.decision == "refuse":
             report.tell(False, "policy", verdict.reason())
             return refused_result(spec.name, verdict.reason(), how_to_allow(spec.name, verdict))
-        if (node_path, spec.name) in self._always:
-            report.tell(True, "remembered", f"{verdict.reason()}; answered always earlier")
-            return None
-        request = self._request(node_id, call_id, spec, arguments, verdict)
-        answer = await self._approver.approve(request)
-        return self._answered(report, node_path, spec, verdict, answer)
+        # One question at a time: an "always" also decides the calls of that tool waiting behind.
+        async with self._asking:
+            if (node_path, spec.name) in self._always:
+                report.tell(True, "remembered", f"{verdict.reason()}; answered always earlier")
+                return None
+            request = self._request(node_id, call_id, spec, arguments, verdict)
+            answer = await self._approver.approve(request)
+            return self._answered(report, node_path, spec, verdict, answer)
 
     def _answered(
         self,

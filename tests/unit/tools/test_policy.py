@@ -179,6 +179,26 @@ def test_an_always_answer_is_remembered_for_the_node_and_the_person_sees_masked_
     assert [event[6] for event in events.seen] == ["terminal", "remembered"]
 
 
+def test_an_always_given_while_other_calls_wait_decides_them_without_a_question() -> None:
+    class _Slow(_Always):
+        async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
+            await asyncio.sleep(0.05)  # the person takes a moment; the other calls wait
+            return await super().approve(request)
+
+    approver, events = _Slow(), _Events()
+    gate = PolicyGate(graph_of(policy(approve="ask")), approver=approver, events=events)  # type: ignore[arg-type]
+    write = spec("write")
+    gate.judge("a", "a", [write])
+
+    async def together() -> list[Any]:
+        calls = (gate.admit("a", "a", write, {}, f"c{n}") for n in range(3))
+        return list(await asyncio.gather(*calls))
+
+    assert asyncio.run(together()) == [None, None, None]
+    assert len(approver.asked) == 1
+    assert [event[6] for event in events.seen] == ["terminal", "remembered", "remembered"]
+
+
 def test_the_caller_of_tools_call_approves_but_a_denied_tool_stays_refused() -> None:
     gate = PolicyGate(graph_of(policy(deny=("rm",), approve="never")), caller_approves=True)
     tools = [spec("rm"), spec("write")]
