@@ -120,10 +120,12 @@ lint: $(STAMP)
 	$(BIN)/ruff check devall_cli tests mcp_example benchmarks
 	$(BIN)/mypy
 
-bench: $(STAMP) bench-tools
+# Every scenario (1-14): server-everything and the ray extra as `make test` has them, the
+# Inspector CLI and mcp-server-time from bench-tools.
+bench: $(STAMP) $(RAY_STAMP) npm-servers bench-tools
 	$(BIN)/python -m benchmarks
 
-# Tools scenario 11 compares with, each in .bench/ and never in the project's venv: PyPI's
+# Tools scenarios 11 and 14 compare with, each in .bench/ and never in the project's venv: PyPI's
 # mcp-server-time in a venv of its own, Node 22 and the MCP Inspector CLI from npm. Idempotent;
 # a step that fails (no registry) only leaves its rows unmeasured.
 BENCH := .bench

@@ -30,7 +30,10 @@ SCENARIOS = {
     8: "memory of the run loop",
     9: "devall batch: throughput, per-task overhead, memory",
     10: "devall batch on a local Ray cluster vs the local executor",
-    11: "start-up vs the floor: tools list, tools call, probe",
+    11: "start-up vs the floor and the Inspector CLI: tools list, tools call, probe",
+    12: "devall run of the offline demo vs tools list of it: wall time, peak RSS",
+    13: "devall graph and devall report of 1,000- and 2,000-node workflows",
+    14: "big surfaces: 5,000 tools, a 1 MB tool result",
 }
 
 
@@ -78,6 +81,18 @@ def scenario_runner(number: int, settings: Settings) -> Callable[[], list[Row]]:
         from benchmarks.floor import floor_startup
 
         return lambda: floor_startup(settings)
+    if number == 12:
+        from benchmarks.runstart import run_vs_list
+
+        return lambda: run_vs_list(settings)
+    if number == 13:
+        from benchmarks.scale import graph_and_report
+
+        return lambda: graph_and_report(settings)
+    if number == 14:
+        from benchmarks.surfaces import big_surfaces
+
+        return lambda: big_surfaces(settings)
     from benchmarks.memory import memory
 
     return lambda: [memory(settings)]
@@ -88,7 +103,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="small N: a smoke run, not figures")
     parser.add_argument(
-        "--only", metavar="N,M", help="run only these scenarios (1-11), e.g. --only 1,4"
+        "--only",
+        metavar="N,M",
+        help=f"run only these scenarios (1-{len(SCENARIOS)}), e.g. --only 1,4",
     )
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write results as JSON")
     parser.add_argument(

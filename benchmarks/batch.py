@@ -1,9 +1,7 @@
 """Scenario 9: `devall batch`: throughput against a slow model, per-task overhead, memory.
 
-9a/9b throughput: the fake OpenAI-compatible server of the tests answers every request after
-0.5 s; the installed `devall batch` (a fresh process) runs 64 one-turn tasks on it at
-`--concurrency 1` and at `--concurrency 16`. Throughput is summary.json's (tasks finished over
-the batch's wall time, the process's start-up excluded). Target: 16 at once >= 10x one at a time.
+9a/9b throughput at --concurrency 1-256 against a 50 ms model, and devall's CPU per task: see
+`benchmarks/batch_rate.py`.
 
 9c per-task overhead: in this process, one-turn tasks with a scripted provider (no model, no
 server), in alternating rounds of N tasks each: through the batch machinery (BatchRun, the local
@@ -34,7 +32,6 @@ from benchmarks.core import venv_command as installed
 from benchmarks.fixtures import scratch_dir
 
 LATENCY_S = 0.5
-SPEED_UP_TARGET = 10.0
 OVERHEAD_TARGET_MS = 5.0
 MEMORY_GROWTH_TARGET_MB = 5.0
 KB = 1024
@@ -98,59 +95,6 @@ def run_batch(flow: Path, tasks: Path, out: Path, concurrency: int) -> dict[str,
     summary: dict[str, Any] = json.loads(done.stdout)
     summary["process_s"] = time.perf_counter() - started  # start-up and shutdown included
     return summary
-
-
-# --- 9a/9b throughput -----------------------------------------------------------------------------
-
-
-def throughput(settings: Settings) -> list[Row]:
-    """Rows 9a (concurrency 1) and 9b (concurrency 16) against a model with 0.5 s latency."""
-    from tests.servers.fake_llm import FakeLLM
-
-    count = settings.pick(64, 16)
-    rates: dict[int, float] = {}
-    walls: dict[int, float] = {}
-    whole: dict[int, float] = {}
-    with scratch_dir("batch-rate") as tmp, FakeLLM() as llm:
-        flow = model_flow(tmp, llm.base_url)
-        tasks = task_file(tmp, count)
-        for concurrency in (1, 16):
-            llm.enqueue(*(FakeLLM.text_reply("ok", delay=LATENCY_S) for _ in range(count)))
-            summary = run_batch(flow, tasks, tmp / f"c{concurrency}", concurrency)
-            if summary["counts"]["ok"] != count:
-                raise RuntimeError(f"not every task ok: {summary['counts']}")
-            rates[concurrency] = summary["throughput_per_s"]
-            walls[concurrency] = summary["wall_ms"] / 1000
-            whole[concurrency] = summary["process_s"]
-    ideal = 1 / LATENCY_S
-    speed_up = rates[16] / rates[1]
-    return [
-        Row(
-            id="9a",
-            title=f"batch, {count} tasks x 0.5 s model, --concurrency 1",
-            devall=rates[1],
-            comparison=ideal,
-            unit="tasks/s",
-            ratio=rates[1] / ideal,
-            target="-",
-            status="INFO",
-            compared_with="one reply per 0.5 s (ideal)",
-            note=f"batch wall time {walls[1]:.1f} s; the whole process {whole[1]:.1f} s",
-        ),
-        Row(
-            id="9b",
-            title=f"batch, {count} tasks x 0.5 s model, --concurrency 16",
-            devall=rates[16],
-            comparison=rates[1],
-            unit="tasks/s",
-            ratio=speed_up,
-            target=f">= {SPEED_UP_TARGET:.0f}x",
-            status=verdict(speed_up >= SPEED_UP_TARGET),
-            compared_with="--concurrency 1",
-            note=f"batch wall time {walls[16]:.1f} s; the whole process {whole[16]:.1f} s, "
-            f"{whole[1] / whole[16]:.2f}x faster than at -c 1; ideal 16x: {16 * ideal:.0f} tasks/s",
-        ),
-    ]
 
 
 # --- 9c per-task overhead -------------------------------------------------------------------------
@@ -234,7 +178,7 @@ async def overhead(settings: Settings, sizes: tuple[int, int] | None = None) -> 
     """Row 9c: what the batch adds to each task, scripted one-turn tasks (`sizes`: N, rounds)."""
     from devall_cli.batch.tasks import BatchTask
 
-    count, rounds = sizes or (settings.pick(200, 20), settings.pick(7, 2))
+    count, rounds = sizes or (settings.pick(200, 3), settings.pick(7, 1))
     tasks = [BatchTask(f"t{i:04d}", f"task {i}", line=i + 1) for i in range(count)]
     with scratch_dir("batch-overhead") as tmp:
         flow = scripted_flow(tmp)
@@ -329,7 +273,7 @@ def rss_at(samples: list[tuple[int, int]], done: int) -> int:
 
 def memory(settings: Settings) -> Row:
     """Row 9d: RSS of a batch of 2,000 tasks, after 500 and at the end."""
-    count = settings.pick(2000, 400)
+    count = settings.pick(2000, 8)
     early = count // 4
     with scratch_dir("batch-memory") as tmp:
         samples = sample_batch(scripted_flow(tmp), task_file(tmp, count), tmp / "out")
@@ -355,7 +299,9 @@ def memory(settings: Settings) -> Row:
 
 def batch_scenario(settings: Settings) -> list[Row]:
     """Scenario 9: rows 9a-9d."""
-    rows = throughput(settings)
+    from benchmarks.batch_rate import batch_rate
+
+    rows = batch_rate(settings)
     rows.append(asyncio.run(overhead(settings)))
     rows.append(memory(settings))
     return rows

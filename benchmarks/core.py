@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-Status = Literal["PASS", "MISS", "INFO"]
+Status = Literal["PASS", "MISS", "INFO", "SKIP"]
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,21 @@ class Row:
 def verdict(ok: bool) -> Status:
     """PASS or MISS."""
     return "PASS" if ok else "MISS"
+
+
+def skip_row(row_id: str, title: str, unit: str, reason: str, target: str = "-") -> Row:
+    """A row that could not be measured here (a tool is missing), with the reason."""
+    return Row(
+        id=row_id,
+        title=title,
+        devall=None,
+        comparison=None,
+        unit=unit,
+        ratio=None,
+        target=target,
+        status="SKIP",
+        note=f"skipped: {reason}",
+    )
 
 
 def median(values: Sequence[float]) -> float:
@@ -135,28 +150,37 @@ def run_async(coro: Awaitable[Any]) -> Any:
 
 @dataclass(frozen=True)
 class ProcessTiming:
-    """Wall time of a finished subprocess and the CPU time of it and its reaped children."""
+    """Wall time of a finished subprocess, the CPU time of it and its reaped children, and its
+    peak resident set (wait4's ru_maxrss: the largest of the process and of those children)."""
 
     wall_s: float
     cpu_s: float
     returncode: int
+    maxrss_kb: int = 0
 
 
-def time_process(argv: Sequence[str], *, env: dict[str, str] | None = None) -> ProcessTiming:
+def time_process(
+    argv: Sequence[str],
+    *,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    stdout: Any = subprocess.DEVNULL,
+) -> ProcessTiming:
     """Run `argv` to completion (output discarded), timing it with wait4's resource usage."""
     started = time.perf_counter()
     proc = subprocess.Popen(
         list(argv),
         stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
+        stdout=stdout,
         stderr=subprocess.DEVNULL,
         env=env,
-        cwd=REPO_ROOT,
+        cwd=cwd or REPO_ROOT,
     )
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - started
     proc.returncode = os.waitstatus_to_exitcode(status)
-    return ProcessTiming(wall, usage.ru_utime + usage.ru_stime, proc.returncode)
+    cpu = usage.ru_utime + usage.ru_stime
+    return ProcessTiming(wall, cpu, proc.returncode, usage.ru_maxrss)
 
 
 def bench_env(extra: dict[str, str] | None = None) -> dict[str, str]:

@@ -19,8 +19,31 @@ from devall_cli.workflow.loader import load_workflow
 from tests.servers.serve import FIXTURE_SERVER, ServerProcess
 
 LIGHT_SERVER = REPO_ROOT / "benchmarks" / "light_server.py"
+RAW_SERVER = REPO_ROOT / "tests" / "servers" / "raw_server.py"
 READY_LINE = "fixture server ready"
 QUIET = {"FASTMCP_SHOW_SERVER_BANNER": "false", "FASTMCP_CHECK_FOR_UPDATES": "off"}
+
+
+@dataclasses.dataclass(frozen=True)
+class ServerScript:
+    """A server script the scenarios run: its path, its arguments and its ready line."""
+
+    path: Path
+    args: tuple[str, ...]
+    ready: str
+    sleep_tool: str  # the tool that sleeps `seconds` and answers with `tag` first
+
+
+# The FastMCP fixture server of the tests (what figures are measured on), and the hand-written
+# standard-library server with the same fixture tools that `--quick` uses: it starts in a few
+# tens of milliseconds of CPU instead of a second, which keeps the smoke run cheap.
+FASTMCP_FIXTURE = ServerScript(FIXTURE_SERVER, (), READY_LINE, "sleep_and_tag")
+RAW_FIXTURE = ServerScript(RAW_SERVER, ("--fixture",), "raw server ready", "sleep")
+
+
+def fixture_script(quick: bool) -> ServerScript:
+    """The server a scenario measures on: the FastMCP fixture, or the raw one when quick."""
+    return RAW_FIXTURE if quick else FASTMCP_FIXTURE
 
 
 def q(value: object) -> str:
@@ -35,11 +58,16 @@ def local_tooling(
     prefix: str | None = None,
     env: dict[str, str] | None = None,
     max_concurrency: int = 1,
+    server: ServerScript | None = None,
 ) -> str:
-    """A `tooling` entry (YAML flow mapping) for an mcp_local server run by this interpreter."""
+    """A `tooling` entry (YAML flow mapping) for an mcp_local server run by this interpreter
+    (`server` overrides `script` and `ready`)."""
+    args: tuple[str, ...] = ()
+    if server is not None:
+        script, args, ready = server.path, server.args, server.ready
     parts = [
         f"command: {q(sys.executable)}",
-        f"args: [{q(script)}]",
+        f"args: [{', '.join(q(a) for a in (script, *args))}]",
         "startup_timeout: 60",
         f"max_concurrency: {max_concurrency}",
     ]
@@ -122,9 +150,13 @@ def with_script(workflow: Workflow, node_id: str, calls: int, tool: str = "echo"
 
 
 @contextlib.contextmanager
-def http_server(script: Path = FIXTURE_SERVER) -> Iterator[str]:
+def http_server(
+    script: Path | ServerScript = FIXTURE_SERVER, args: Sequence[str] = ()
+) -> Iterator[str]:
     """A server script over streamable HTTP on a free loopback port; yields the URL."""
-    server = ServerProcess(script, "http", env=QUIET)
+    if isinstance(script, ServerScript):
+        script, args = script.path, script.args
+    server = ServerProcess(script, "http", args=args, env=QUIET)
     server.start()
     try:
         yield server.url
@@ -139,13 +171,16 @@ def scratch_dir(prefix: str) -> Iterator[Path]:
         yield Path(name)
 
 
-def raw_stdio_client(log_dir: Path, script: Path = FIXTURE_SERVER) -> Any:
+def raw_stdio_client(log_dir: Path, script: Path | ServerScript = FIXTURE_SERVER) -> Any:
     """A plain fastmcp Client spawning the fixture server over stdio (stderr to a log file)."""
     from fastmcp import Client
     from fastmcp.client.transports import StdioTransport
 
+    args = [str(script)]
+    if isinstance(script, ServerScript):
+        args = [str(script.path), *script.args]
     transport = StdioTransport(
-        sys.executable, [str(script)], env=dict(QUIET), log_file=log_dir / "raw-server.log"
+        sys.executable, args, env=dict(QUIET), log_file=log_dir / "raw-server.log"
     )
     return Client(transport, timeout=30, init_timeout=60)
 

@@ -1,11 +1,15 @@
 """A minimal stdio MCP server written with the standard library only (no fastmcp import).
 
-    python benchmarks/light_server.py
+    python benchmarks/light_server.py [--tools N]
 
 It answers `initialize` (refusing the `server/discover` probe, so clients fall back to it),
 `tools/list` with one `echo` tool, `tools/call` and `ping`. It starts in a few tens of
 milliseconds of CPU, so a workflow with many of them shows how devall starts servers
 concurrently without the servers' own start-up CPU hiding it.
+
+With `--tools N` it lists N more tools (`tool_00000`, ... with a described two-parameter schema
+of about 300 bytes each, answering `called <name>`), for big surfaces; `big {size}` answers
+`size` bytes of text (a large tool result).
 """
 
 from __future__ import annotations
@@ -27,6 +31,43 @@ ECHO_TOOL = {
 }
 
 
+BIG_TOOL = {
+    "name": "big",
+    "description": "Return `size` bytes of text.",
+    "inputSchema": {"type": "object", "properties": {"size": {"type": "integer"}}},
+}
+TOOLS: list[dict[str, Any]] = [ECHO_TOOL, BIG_TOOL]
+
+
+def generated_tool(number: int) -> dict[str, Any]:
+    """One of the `--tools N` tools: a realistic name, description and two-parameter schema."""
+    return {
+        "name": f"tool_{number:05d}",
+        "description": f"Look up record {number} of the catalogue and return its fields.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "What to look for in the record."},
+                "limit": {"type": "integer", "description": "How many fields at most."},
+            },
+            "required": ["query"],
+        },
+    }
+
+
+def call(params: dict[str, Any]) -> dict[str, Any]:
+    """The result of `tools/call`."""
+    name = params.get("name")
+    arguments = params.get("arguments") or {}
+    if name == "big":
+        text = "x" * int(arguments.get("size", 0))
+    elif name == "echo":
+        text = str(arguments.get("text", ""))
+    else:
+        text = f"called {name}"
+    return {"content": [{"type": "text", "text": text}], "isError": False}
+
+
 def answer(method: str, params: dict[str, Any]) -> dict[str, Any] | None:
     """The result of a request, or None for an unknown method."""
     if method == "initialize":
@@ -36,10 +77,9 @@ def answer(method: str, params: dict[str, Any]) -> dict[str, Any] | None:
             "serverInfo": {"name": "light server", "version": "1.0"},
         }
     if method == "tools/list":
-        return {"tools": [ECHO_TOOL]}
+        return {"tools": TOOLS}
     if method == "tools/call":
-        text = str(params.get("arguments", {}).get("text", ""))
-        return {"content": [{"type": "text", "text": text}], "isError": False}
+        return call(params)
     if method == "ping":
         return {}
     return None
@@ -47,6 +87,8 @@ def answer(method: str, params: dict[str, Any]) -> dict[str, Any] | None:
 
 def main() -> None:
     """Serve newline-delimited JSON-RPC on stdin/stdout until stdin closes."""
+    if sys.argv[1:2] == ["--tools"]:
+        TOOLS.extend(generated_tool(i) for i in range(int(sys.argv[2])))
     print("light server ready", file=sys.stderr, flush=True)
     for line in sys.stdin:
         try:

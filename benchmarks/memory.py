@@ -79,7 +79,7 @@ class ConversationMeter:
         await self.inner.aclose()
 
 
-def child(calls: int, trace: bool = False) -> dict[str, Any]:
+def child(calls: int, trace: bool = False, quick: bool = False) -> dict[str, Any]:
     """Run N calls in this process; peak memory, conversation and event log sizes."""
     # The MCP client stack is loaded before the baseline is taken.
     import devall_cli.tools.manager
@@ -99,7 +99,7 @@ def child(calls: int, trace: bool = False) -> dict[str, Any]:
         return meters[-1]
 
     with scratch_dir("memory") as tmp:
-        workflow = scripted(base_workflow(tmp), "a", calls)
+        workflow = scripted(base_workflow(tmp, quick), "a", calls)
         baseline = peak_mb()
         if trace:
             tracemalloc.start()
@@ -120,9 +120,10 @@ def child(calls: int, trace: bool = False) -> dict[str, Any]:
     }
 
 
-def measure(calls: int, *, trace: bool = False) -> dict[str, Any]:
+def measure(calls: int, *, trace: bool = False, quick: bool = False) -> dict[str, Any]:
     """Run `child(calls)` in a fresh interpreter and return its report."""
-    argv = [sys.executable, "-m", "benchmarks.memory", str(calls)] + (["trace"] if trace else [])
+    argv = [sys.executable, "-m", "benchmarks.memory", str(calls)]
+    argv += (["trace"] if trace else []) + (["quick"] if quick else [])
     done = subprocess.run(
         argv, capture_output=True, text=True, cwd=REPO_ROOT, env=bench_env(), timeout=900
     )
@@ -134,9 +135,13 @@ def measure(calls: int, *, trace: bool = False) -> dict[str, Any]:
 
 def memory(settings: Settings) -> Row:
     """Scenario 8."""
-    small_n, large_n = settings.pick(500, 20), settings.pick(5000, 100)
-    small, large = measure(small_n), measure(large_n)
-    leak_small, leak_large = measure(small_n, trace=True), measure(small_n * 4, trace=True)
+    small_n, large_n = settings.pick(500, 3), settings.pick(5000, 12)
+    if settings.quick:  # two children, untraced (tracemalloc makes the imports ~10x slower)
+        small = leak_small = measure(small_n, quick=True)
+        large = leak_large = measure(large_n, quick=True)
+    else:
+        small, large = measure(small_n), measure(large_n)
+        leak_small, leak_large = measure(small_n, trace=True), measure(small_n * 4, trace=True)
     growth = large["peak_mb"] - small["peak_mb"]
     extra_calls = large_n - small_n
     # The conversation grows by the same bytes every call: its per-call size comes from the
@@ -177,4 +182,5 @@ def _rate(large: dict[str, Any], small: dict[str, Any], key: str) -> float:
 
 
 if __name__ == "__main__":
-    print(json.dumps(child(int(sys.argv[1]), trace="trace" in sys.argv[2:])))
+    flags = sys.argv[2:]
+    print(json.dumps(child(int(sys.argv[1]), trace="trace" in flags, quick="quick" in flags)))

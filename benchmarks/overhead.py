@@ -9,7 +9,7 @@ recorded in docs/benchmarks.md were measured with).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from benchmarks.core import Row, Settings, alternate_async, median, rounded
@@ -38,7 +38,7 @@ class InstantTools:
             source_id="fixture",
         )
 
-    async def start(self) -> None:
+    async def start(self, node_ids: Sequence[str] | None = None) -> None:
         """Nothing to start."""
 
     async def close(self) -> None:
@@ -59,7 +59,7 @@ class InstantTools:
 
 async def engine_overhead(settings: Settings, raw_ms: float | None) -> Row:
     """Row 4e: ms per call of devall alone (JSONL sink), next to a plain client's whole call."""
-    calls = settings.pick(2000, 50)
+    calls = settings.pick(2000, 5)
     rounds = settings.pick(5, 1)
     with scratch_dir("overhead") as tmp:
         base = single_node_workflow(tmp, "overhead", [TOOLING])

@@ -15,6 +15,8 @@ from typing import Any
 
 from benchmarks.core import Row, Settings, alternate_async, median, per_call_ms, rounded, verdict
 from benchmarks.fixtures import (
+    ServerScript,
+    fixture_script,
     http_server,
     local_tooling,
     raw_http_client,
@@ -24,7 +26,7 @@ from benchmarks.fixtures import (
     single_node_workflow,
 )
 from devall_cli.tools.manager import ToolManager
-from tests.servers.serve import EXAMPLE_SERVER, FIXTURE_SERVER
+from tests.servers.serve import EXAMPLE_SERVER
 
 ARGS = {"text": "ping"}
 RAND_ARGS = {"a": 1, "b": 100}
@@ -39,9 +41,9 @@ async def _compare(
 ) -> dict[str, list[float]]:
     """Warm both up, then alternate batches; ms per call of each batch."""
     # Short batches, many rounds: both sides see the same background load on a shared machine.
-    batch = settings.pick(20, 10)
-    rounds = settings.pick(1000, 60) // batch
-    warmup = settings.pick(50, 5)
+    batch = settings.pick(20, 3)
+    rounds = settings.pick(1000, 3) // batch
+    warmup = settings.pick(50, 1)
     await per_call_ms(devall, warmup)
     await per_call_ms(raw, warmup)
     return await alternate_async(
@@ -72,8 +74,9 @@ def _per_call_row(
 async def stdio_per_call(settings: Settings) -> Row:
     """Scenario 1."""
     with scratch_dir("stdio") as tmp:
-        workflow = single_node_workflow(tmp, "stdio", [local_tooling()])
-        async with ToolManager(workflow) as manager, raw_stdio_client(tmp) as raw:
+        server = fixture_script(settings.quick)
+        workflow = single_node_workflow(tmp, "stdio", [local_tooling(server=server)])
+        async with ToolManager(workflow) as manager, raw_stdio_client(tmp, server) as raw:
             await manager.start()
             await manager.specs_for("a")
             samples = await _compare(
@@ -85,8 +88,12 @@ async def stdio_per_call(settings: Settings) -> Row:
 
 
 async def _http_samples(
-    settings: Settings, script: Path = FIXTURE_SERVER, tool: str = "echo", args: Any = ARGS
+    settings: Settings,
+    script: Path | ServerScript | None = None,
+    tool: str = "echo",
+    args: Any = ARGS,
 ) -> dict[str, list[float]]:
+    script = script or fixture_script(settings.quick)
     with scratch_dir("http") as tmp, http_server(script) as url:
         workflow = single_node_workflow(tmp, "http", [remote_tooling(url)])
         async with ToolManager(workflow) as manager, raw_http_client(url) as raw:
@@ -107,7 +114,10 @@ async def http_per_call(settings: Settings) -> Row:
 
 async def http_per_call_example(settings: Settings) -> Row:
     """Scenario 2 on the example server (`rand_num`), as it ships: informational, few calls."""
-    samples = await _http_samples(Settings(quick=True), EXAMPLE_SERVER, "rand_num", RAND_ARGS)
+    if settings.quick:  # the same code path as row 2, without a second FastMCP server's start
+        samples = await _http_samples(settings)
+    else:
+        samples = await _http_samples(Settings(quick=True), EXAMPLE_SERVER, "rand_num", RAND_ARGS)
     row = _per_call_row("2x", "per call, HTTP, example server", samples, target=None)
     if median(samples["raw"]) > NAGLE_SUSPECT_MS:
         row.note = (
@@ -119,10 +129,10 @@ async def http_per_call_example(settings: Settings) -> Row:
 
 async def session_reuse(settings: Settings) -> Row:
     """Scenario 3: devall's one session per server vs a new client and session per call."""
-    calls = settings.pick(10, 3)
+    calls = settings.pick(10, 2)
     reused_calls = calls * 5  # a batch of reused-session calls lasts long enough to time
-    rounds = settings.pick(10, 2)
-    with scratch_dir("reuse") as tmp, http_server() as url:
+    rounds = settings.pick(10, 1)
+    with scratch_dir("reuse") as tmp, http_server(fixture_script(settings.quick)) as url:
         workflow = single_node_workflow(tmp, "reuse", [remote_tooling(url)])
 
         async def new_session_per_call() -> None:

@@ -12,7 +12,7 @@ from rich.table import Table
 
 from benchmarks.core import Row
 
-STYLES = {"PASS": "green", "MISS": "bold red", "INFO": "dim"}
+STYLES = {"PASS": "green", "MISS": "bold red", "INFO": "dim", "SKIP": "yellow"}
 
 
 def figure(value: float | None, unit: str) -> str:
@@ -29,6 +29,10 @@ def figure(value: float | None, unit: str) -> str:
         return f"{value:.0f} ms"
     if unit == "MB":
         return f"{value:.1f} MB"
+    if unit == "KB":
+        return f"{value:.0f} KB"
+    if unit == "ms/task CPU":
+        return f"{value:.2f} ms"
     return f"{value:g} {unit}"
 
 
@@ -67,6 +71,9 @@ def print_table(rows: Sequence[Row], console: Console) -> None:
         if row.note:
             console.print(f"  {row.id}: {row.note}", markup=False, highlight=False)
     missed = [row.id for row in rows if row.status == "MISS"]
+    skipped = [row.id for row in rows if row.status == "SKIP"]
+    if skipped:
+        console.print(f"[yellow]SKIP[/]: {', '.join(skipped)} (not measured here: see the notes)")
     if missed:
         console.print(f"[bold red]MISS[/]: {', '.join(missed)} (see docs/benchmarks.md)")
     else:

@@ -8,7 +8,8 @@ script. T is the wall time of the whole `run_workflow` less the server's start-u
 but a Python server's import time varies by a few hundred ms from run to run, which would swamp
 N calls of a millisecond. The figure with start-up left in is reported in the note. Runs
 alternate: T(0), T(N) with the JSONL sink, T(N) without sinks, T(N) with every sink of
-`devall run`, and the raw client loop.
+`devall run`, and the raw client loop. Row 4h does the no-sink run and the raw loop again over
+streamable HTTP, on one fixture server both reach by URL (targets: 4n and 4h <= 1.1x).
 """
 
 from __future__ import annotations
@@ -22,7 +23,16 @@ from pathlib import Path
 from typing import Any, Literal
 
 from benchmarks.core import Row, Settings, alternate_async, median, per_call_ms, rounded, verdict
-from benchmarks.fixtures import local_tooling, raw_stdio_client, scratch_dir, single_node_workflow
+from benchmarks.fixtures import (
+    fixture_script,
+    http_server,
+    local_tooling,
+    raw_http_client,
+    raw_stdio_client,
+    remote_tooling,
+    scratch_dir,
+    single_node_workflow,
+)
 from benchmarks.fixtures import with_script as scripted
 from devall_cli.config.model import Workflow
 from devall_cli.engine.runner import default_tool_manager, run_workflow
@@ -30,12 +40,15 @@ from devall_cli.engine.session import RunSession
 from devall_cli.events import Event, EventBus, ServerReadyEvent
 
 RUN_LOOP_TARGET = 1.5
+NO_SINKS_TARGET = 1.1
 Sinks = Literal["none", "jsonl", "all"]
 
 
-def base_workflow(directory: Path) -> Workflow:
+def base_workflow(directory: Path, quick: bool = False) -> Workflow:
     """The one-node workflow on an mcp_local fixture server (its script is set per run)."""
-    return single_node_workflow(directory, "runloop", [local_tooling()])
+    return single_node_workflow(
+        directory, "runloop", [local_tooling(server=fixture_script(quick))]
+    )
 
 
 @dataclass(frozen=True)
@@ -128,15 +141,16 @@ def _timed_run(
     return run
 
 
-async def run_loop(settings: Settings) -> list[Row]:
-    """Scenario 4: rows 4 (JSONL sink, as devall run), 4n (no sinks), 4a (all sinks)."""
-    calls = settings.pick(500, 30)
-    rounds = settings.pick(7, 1)
+async def _stdio_samples(
+    settings: Settings, calls: int, rounds: int
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """T0, T(N) with each sink, and the raw client loop, on one local server script."""
+    server = fixture_script(settings.quick)
     with scratch_dir("runloop") as tmp:
-        base = base_workflow(tmp)
+        base = single_node_workflow(tmp, "runloop", [local_tooling(server=server)])
         empty, full = scripted(base, "a", 0), scripted(base, "a", calls)
-        async with raw_stdio_client(tmp) as raw:
-            await per_call_ms(lambda: raw.call_tool("echo", {"text": "ping"}), 20)
+        async with raw_stdio_client(tmp, server) as raw:
+            await per_call_ms(lambda: raw.call_tool("echo", {"text": "ping"}), 5)
             await run_once(full, tmp / "warm-up", "all")
 
             async def raw_loop() -> float:
@@ -154,35 +168,86 @@ async def run_loop(settings: Settings) -> list[Row]:
                 rounds,
                 settle_s=0.0,
             )
+    return samples, whole
+
+
+async def _http_samples(
+    settings: Settings, calls: int, rounds: int
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """T0 and T(N) without sinks, and the raw client loop, on one streamable HTTP server."""
+    with scratch_dir("runloop-http") as tmp, http_server(fixture_script(settings.quick)) as url:
+        base = single_node_workflow(tmp, "runloop-http", [remote_tooling(url)])
+        empty, full = scripted(base, "a", 0), scripted(base, "a", calls)
+        async with raw_http_client(url) as raw:
+            await per_call_ms(lambda: raw.call_tool("echo", {"text": "ping"}), 5)
+            await run_once(full, tmp / "warm-up", "none")
+
+            async def raw_loop() -> float:
+                return await per_call_ms(lambda: raw.call_tool("echo", {"text": "ping"}), calls)
+
+            whole: dict[str, list[float]] = {"T0": [], "TN_no": []}
+            samples = await alternate_async(
+                {
+                    "T0": _timed_run(empty, tmp, "none", whole["T0"]),
+                    "TN_no": _timed_run(full, tmp, "none", whole["TN_no"]),
+                    "raw": raw_loop,
+                },
+                rounds,
+                settle_s=0.0,
+            )
+    return samples, whole
+
+
+def _row(
+    row_id: str,
+    title: str,
+    key: str,
+    target: float | None,
+    calls: int,
+    samples: dict[str, list[float]],
+    whole: dict[str, list[float]],
+) -> Row:
+    """One row: (T(N) - T0) / N against the raw client's per-call time."""
     t0, whole_t0 = median(samples["T0"]), median(whole["T0"])
     raw_ms = median(samples["raw"])
-    rows = []
-    for row_id, key, what, target in (
-        ("4", "TN", "JSONL sink, as devall run", RUN_LOOP_TARGET),
-        ("4n", "TN_no", "no sinks", RUN_LOOP_TARGET),
-        ("4a", "TN_all", "console+JSONL+result sinks", None),
-    ):
-        per_call = (median(samples[key]) - t0) * 1000 / calls
-        per_call_whole = (median(whole[key]) - whole_t0) * 1000 / calls
-        ratio = per_call / raw_ms
-        rows.append(
-            Row(
-                id=row_id,
-                title=f"run loop per call, {what}",
-                devall=per_call,
-                comparison=raw_ms,
-                unit="ms/call",
-                ratio=ratio,
-                target=f"<= {target:.1f}x" if target else "-",
-                status=verdict(ratio <= target) if target else "INFO",
-                compared_with="fastmcp Client.call_tool loop",
-                note=(
-                    f"N={calls}; T0 {t0:.2f} s, T(N) {median(samples[key]):.2f} s after start-up; "
-                    f"with start-up {per_call_whole:.3f} ms/call "
-                    f"(T0 {whole_t0:.2f} s, T(N) {median(whole[key]):.2f} s)"
-                ),
-                samples={k: rounded(v) for k, v in samples.items() if k in ("T0", key, "raw")}
-                | {f"whole_{k}": rounded(whole[k]) for k in ("T0", key)},
-            )
+    per_call = (median(samples[key]) - t0) * 1000 / calls
+    per_call_whole = (median(whole[key]) - whole_t0) * 1000 / calls
+    ratio = per_call / raw_ms
+    return Row(
+        id=row_id,
+        title=title,
+        devall=per_call,
+        comparison=raw_ms,
+        unit="ms/call",
+        ratio=ratio,
+        target=f"<= {target:.1f}x" if target else "-",
+        status=verdict(ratio <= target) if target else "INFO",
+        compared_with="fastmcp Client.call_tool loop",
+        note=(
+            f"N={calls}; T0 {t0:.2f} s, T(N) {median(samples[key]):.2f} s after start-up; "
+            f"with start-up {per_call_whole:.3f} ms/call "
+            f"(T0 {whole_t0:.2f} s, T(N) {median(whole[key]):.2f} s)"
+        ),
+        samples={k: rounded(v) for k, v in samples.items() if k in ("T0", key, "raw")}
+        | {f"whole_{k}": rounded(whole[k]) for k in ("T0", key)},
+    )
+
+
+async def run_loop(settings: Settings) -> list[Row]:
+    """Scenario 4: rows 4 (JSONL sink, as devall run), 4n (no sinks), 4a (all sinks) over
+    stdio, and 4h (no sinks) over streamable HTTP."""
+    calls = settings.pick(500, 5)
+    rounds = settings.pick(7, 1)
+    samples, whole = await _stdio_samples(settings, calls, rounds)
+    rows = [
+        _row(row_id, f"run loop per call, {what}", key, target, calls, samples, whole)
+        for row_id, key, what, target in (
+            ("4", "TN", "JSONL sink, as devall run", RUN_LOOP_TARGET),
+            ("4n", "TN_no", "no sinks, stdio", NO_SINKS_TARGET),
+            ("4a", "TN_all", "console+JSONL+result sinks", None),
         )
+    ]
+    samples, whole = await _http_samples(settings, calls, rounds)
+    title = "run loop per call, no sinks, streamable HTTP"
+    rows.append(_row("4h", title, "TN_no", NO_SINKS_TARGET, calls, samples, whole))
     return rows

@@ -23,24 +23,34 @@ from benchmarks.core import (
     bench_env,
     median,
     rounded,
+    skip_row,
     time_process,
     venv_command,
     verdict,
 )
-from benchmarks.fixtures import LIGHT_SERVER, agent_node, local_tooling, scratch_dir, write_workflow
-from tests.servers.serve import FIXTURE_SERVER
+from benchmarks.fixtures import (
+    LIGHT_SERVER,
+    ServerScript,
+    agent_node,
+    fixture_script,
+    local_tooling,
+    scratch_dir,
+    write_workflow,
+)
 
 MANY = 8
 MANY_TARGET = 1.6
+QUICK_SKIPS = ("6b", "6c")
+LIGHT = ServerScript(LIGHT_SERVER, (), "light server ready", "")
 
 
-def servers_workflow(directory: Path, count: int, script: Path, ready: str) -> Path:
-    """One agent node with `count` distinct local servers running `script`."""
+def servers_workflow(directory: Path, count: int, server: ServerScript) -> Path:
+    """One agent node with `count` distinct local servers running `server`."""
     tooling = [
-        local_tooling(script=script, ready=ready, prefix=f"s{i}", env={"BENCH_SERVER": str(i)})
+        local_tooling(server=server, prefix=f"s{i}", env={"BENCH_SERVER": str(i)})
         for i in range(count)
     ]
-    name = f"{script.stem}-{count}"
+    name = f"{server.path.stem}-{count}"
     return write_workflow(directory, name.replace("_", "-"), [agent_node("a", tooling)], ["a"])
 
 
@@ -58,15 +68,16 @@ def _timer(argv: list[str], cpu: list[float]) -> Callable[[], float]:
 
 
 def _compare(
-    command: list[str], one: Path, many: Path, rounds: int
+    command: list[str], one: Path, many: Path, rounds: int, warm_up: bool = True
 ) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
     cpu: dict[str, list[float]] = {"1": [], str(MANY): []}
     timers = {
         "1": _timer([*command, str(one)], cpu["1"]),
         str(MANY): _timer([*command, str(many)], cpu[str(MANY)]),
     }
-    timers["1"]()  # warm-up
-    cpu["1"].clear()
+    if warm_up:
+        timers["1"]()
+        cpu["1"].clear()
     return alternate_sync(timers, rounds), cpu
 
 
@@ -77,22 +88,21 @@ def many_servers(settings: Settings) -> list[Row]:
     cores = os.cpu_count() or 1
     rows: list[Row] = []
     with scratch_dir("servers") as tmp:
+        fixture = fixture_script(settings.quick)
         cases = [
-            ("6a", "tools list", ["tools", "list"], FIXTURE_SERVER, "fixture server ready"),
-            ("6b", "probe", ["probe"], FIXTURE_SERVER, "fixture server ready"),
-            (
-                "6c",
-                "tools list, light server",
-                ["tools", "list"],
-                LIGHT_SERVER,
-                "light server ready",
-            ),
-            ("6d", "probe, light server", ["probe"], LIGHT_SERVER, "light server ready"),
+            ("6a", "tools list", ["tools", "list"], fixture),
+            ("6b", "probe", ["probe"], fixture),
+            ("6c", "tools list, light server", ["tools", "list"], LIGHT),
+            ("6d", "probe, light server", ["probe"], LIGHT),
         ]
-        for row_id, title, sub, script, ready in cases:
-            one = servers_workflow(tmp, 1, script, ready)
-            many = servers_workflow(tmp, MANY, script, ready)
-            samples, cpu = _compare([devall, *sub], one, many, rounds)
+        for row_id, title, sub, server in cases:
+            if settings.quick and row_id in QUICK_SKIPS:
+                reason = "--quick runs 6a and 6d (the same code paths)"
+                rows.append(skip_row(row_id, f"{MANY} servers vs 1: {title}", "ms", reason))
+                continue
+            one = servers_workflow(tmp, 1, server)
+            many = servers_workflow(tmp, MANY, server)
+            samples, cpu = _compare([devall, *sub], one, many, rounds, not settings.quick)
             t1, t8 = median(samples["1"]), median(samples[str(MANY)])
             floor = max(t1, median(cpu[str(MANY)]) / cores)
             ratio = t8 / t1

@@ -1,39 +1,85 @@
-"""The benchmark harness still runs: its cheapest scenario (startup) in smoke mode, end to end.
+"""The benchmark harness still runs: every scenario in its quick mode, end to end.
 
-Only the shape of the report is checked, never a timing: figures depend on the machine.
+`--quick` shrinks every N to a handful and uses the cheapest servers, so figures mean nothing;
+what is checked is that each scenario runs to its rows against the code as it is (a scenario
+that raises lands in the report's `failed` list). Never a timing: figures depend on the machine.
+The scenarios are split in a few groups, each one harness process, all in this one file.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from tests.conftest import REPO_ROOT
 
+GROUPS = {
+    "tool calls": (1, 2, 3, 4, 7, 8),
+    "commands": (5, 6, 11, 12),
+    "scale": (13, 14),
+    "batch": (9, 10),
+}
+STATUSES = {"PASS", "MISS", "INFO", "SKIP"}
 
-def test_quick_startup_scenario_reports_its_rows(tmp_path: Path) -> None:
+
+def run_quick(tmp_path: Path, numbers: tuple[int, ...]) -> dict[str, Any]:
+    """`python -m benchmarks --quick --only <numbers>`; its JSON report, checked for shape."""
     report = tmp_path / "bench.json"
+    only = ",".join(map(str, numbers))
     done = subprocess.run(
-        [sys.executable, "-m", "benchmarks", "--quick", "--only", "5", "--json", str(report)],
+        [sys.executable, "-m", "benchmarks", "--quick", "--only", only, "--json", str(report)],
         cwd=REPO_ROOT,
         env=dict(os.environ, NO_COLOR="1"),
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=900,
     )
+    document: dict[str, Any] = json.loads(report.read_text()) if report.exists() else {}
+    assert document.get("failed") == [], done.stdout[-3000:] + done.stderr[-3000:]
     assert done.returncode == 0, done.stderr[-2000:]
-    document = json.loads(report.read_text())
-    rows = {row["id"]: row for row in document["rows"]}
-    assert {"5a", "5b", "5c"} <= set(rows)
-    for row_id in ("5a", "5b"):
-        assert rows[row_id]["status"] in ("PASS", "MISS")
-        assert rows[row_id]["devall"] > 0 and rows[row_id]["comparison"] > 0
-    assert rows["5c"]["status"] in ("PASS", "MISS")
-    assert document["failed"] == []
-    assert "devall --help" in done.stdout and "ratio" in done.stdout
+    rows = document["rows"]
+    scenarios = {int(re.match(r"\d+", row["id"]).group()) for row in rows}  # type: ignore[union-attr]
+    assert scenarios == set(numbers)
+    for row in rows:
+        assert row["status"] in STATUSES, row
+        if row["status"] == "SKIP":
+            assert row["note"].startswith("skipped: "), row
+        elif row["status"] in ("PASS", "MISS"):
+            assert row["devall"] is not None, row
+    assert "ratio" in done.stdout
+    return document
+
+
+def rows_by_id(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The report's rows by id."""
+    return {row["id"]: row for row in document["rows"]}
+
+
+def test_every_scenario_is_in_a_smoke_group() -> None:
+    from benchmarks.__main__ import SCENARIOS
+
+    grouped = [n for numbers in GROUPS.values() for n in numbers]
+    assert sorted(grouped) == sorted(SCENARIOS)
+
+
+def test_the_stand_in_tool_layer_takes_what_the_tool_manager_takes() -> None:
+    """Scenario 4's engine row runs devall's loop on a stand-in of the ToolManager; it crashed
+    once when `ToolManager.call` gained a keyword the stand-in lacked."""
+    from benchmarks.overhead import InstantTools
+    from devall_cli.tools.manager import ToolManager
+
+    for name in ("call", "specs_for", "start", "close"):
+        real = inspect.signature(getattr(ToolManager, name)).parameters
+        stand_in = inspect.signature(getattr(InstantTools, name)).parameters
+        assert [(p.name, p.kind) for p in real.values()] == [
+            (p.name, p.kind) for p in stand_in.values()
+        ], name
 
 
 def test_floor_scenario_workflows_load(tmp_path: Path) -> None:
@@ -50,17 +96,23 @@ def test_floor_scenario_workflows_load(tmp_path: Path) -> None:
         assert entry.config.wait_for_log == server.ready
 
 
-def test_the_engine_overhead_scenario_runs_on_its_stand_in_tools() -> None:
-    """Scenario 4's engine row runs devall's whole loop on a stand-in of the ToolManager: the
-    stand-in must take what ToolManager.call takes (it crashed when `context=` was added)."""
-    import asyncio
-    import inspect
+def test_quick_tool_call_scenarios(tmp_path: Path) -> None:
+    rows = rows_by_id(run_quick(tmp_path, GROUPS["tool calls"]))
+    assert {"1", "2", "3", "4", "4n", "4a", "4h", "4e", "7a", "7b", "8"} <= set(rows)
 
-    from benchmarks.core import Settings
-    from benchmarks.overhead import InstantTools, engine_overhead
-    from devall_cli.tools.manager import ToolManager
 
-    stand_in = set(inspect.signature(InstantTools.call).parameters)
-    assert set(inspect.signature(ToolManager.call).parameters) <= stand_in
-    row = asyncio.run(engine_overhead(Settings(quick=True), None))
-    assert row.devall is not None and row.devall > 0
+def test_quick_command_scenarios(tmp_path: Path) -> None:
+    rows = rows_by_id(run_quick(tmp_path, GROUPS["commands"]))
+    assert {"5a", "5b", "5c", "6a", "6d", "12a", "12b"} <= set(rows)
+    assert rows["12b"]["devall"] > 0 and rows["12b"]["comparison"] > 0
+
+
+def test_quick_scale_and_surface_scenarios(tmp_path: Path) -> None:
+    rows = rows_by_id(run_quick(tmp_path, GROUPS["scale"]))
+    assert {"13a", "13b", "13c", "13d", "14a", "14b", "14c", "14d"} <= set(rows)
+
+
+def test_quick_batch_scenarios(tmp_path: Path) -> None:
+    rows = rows_by_id(run_quick(tmp_path, GROUPS["batch"]))
+    assert {"9a1", "9b", "9c", "9d"} <= set(rows)
+    assert set(rows["9c"]["samples"]) == {"batch_s", "run_s", "bare_s"}
