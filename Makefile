@@ -26,6 +26,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m compileall -q devall_cli  # the first command starts as fast as the next
 	touch $(STAMP)
 
 # The ray extra: the Ray executor's tests run where it is installed (make test installs it).

@@ -6,14 +6,18 @@ owns its parsing, validation, description and runtime. A module registers its de
 `REGISTRY.register(...)` when imported; each registry imports its built-in modules the first
 time it is asked, so nothing heavy is loaded before it is needed and no import cycle forms. A
 registry given a package imports every module of it: adding a kind there is adding one module.
+
+A descriptor stays light: parsing and validating a workflow imports no runtime. What runs a
+kind (a node's visit, a tooling type's source) is named with `runtime("module:function")` and
+imported the first time it is called.
 """
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Mapping, Sequence
-from typing import Generic, Protocol, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Generic, Protocol, TypeVar
 
 
 class Kind(Protocol):
@@ -86,3 +90,26 @@ class Registry(Generic[K]):
             modules += sorted(info.name for info in found)
         for module in modules:
             importlib.import_module(module)
+
+
+class _Runtime:
+    """A function of a runtime module, imported on its first call (see `runtime`)."""
+
+    def __init__(self, target: str) -> None:
+        self.target = target  # "package.module:function"
+        self._function: Callable[..., Any] | None = None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        function = self._function
+        if function is None:
+            module, _, name = self.target.partition(":")
+            function = self._function = getattr(importlib.import_module(module), name)
+        return function(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"runtime({self.target!r})"
+
+
+def runtime(target: str) -> Callable[..., Any]:
+    """`"module:function"`, imported when first called: a descriptor names its runtime lazily."""
+    return _Runtime(target)

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
-from typing import Annotated
+from collections.abc import Callable, Iterator
+from typing import Annotated, Any
 
 import typer
+from typer.models import CommandInfo
 
 from devall_cli import __version__
 from devall_cli.cli.common import STATE
@@ -87,4 +91,52 @@ use_help_layout(app)
 
 def main() -> None:
     """Console-script entry point."""
-    app()
+    if _asks_top_help(sys.argv[1:]):
+        with _commands_unread(app):
+            app()
+    else:
+        app()
+
+
+def _asks_top_help(argv: list[str]) -> bool:
+    """`devall [--debug] [--no-color] [--help|-h ...]`: a page listing the commands only."""
+    if any(name.startswith("_") and name.endswith("_COMPLETE") for name in os.environ):
+        return False  # shell completion reads the commands' options
+    args = list(argv)
+    while args and args[0] in ("--debug", "--no-color"):
+        args.pop(0)
+    return not args or args[0] in ("-h", "--help")
+
+
+@contextlib.contextmanager
+def _commands_unread(group: typer.Typer) -> Iterator[None]:
+    """Commands built without reading their options, for the page that lists them.
+
+    Typer reads every option of every command (their annotations, evaluated one by one) when it
+    builds the app, which is most of the time of `devall --help`; the list needs only each
+    command's name and help. A stand-in callback keeps both; the real ones come back after.
+    """
+    swapped: list[tuple[CommandInfo, Callable[..., Any]]] = []
+    for info in _leaf_commands(group):
+        real = info.callback
+        if real is None:
+            continue
+
+        def stand_in() -> None:
+            """Never called: the listing only names the command."""
+
+        stand_in.__name__, stand_in.__doc__ = real.__name__, real.__doc__
+        swapped.append((info, real))
+        info.callback = stand_in
+    try:
+        yield
+    finally:
+        for info, real in swapped:
+            info.callback = real
+
+
+def _leaf_commands(group: typer.Typer) -> Iterator[CommandInfo]:
+    yield from group.registered_commands
+    for sub in group.registered_groups:
+        if sub.typer_instance is not None:
+            yield from _leaf_commands(sub.typer_instance)

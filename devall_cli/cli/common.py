@@ -4,30 +4,32 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import os
-import re
 import signal
 import sys
 import traceback
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar
 
 import typer
-from rich.console import Console
-from rich.text import Text
 
 from devall_cli.cli.completion import complete_workflow
+from devall_cli.cli.plain_output import error_output
+from devall_cli.cli.plain_output import print_json as print_json  # re-exported
+from devall_cli.cli.plain_output import write_json_text as write_json_text  # re-exported
 from devall_cli.errors import (
-    ConfigError,
     DevallError,
     ExitCode,
     InterruptedRunError,
     UsageError,
 )
 from devall_cli.text import clean_text, visible
+
+if TYPE_CHECKING:  # Rich is imported when a command prints, not for `--help`
+    from rich.console import Console
+    from rich.text import Text
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -44,8 +46,6 @@ class GlobalState:
 
 
 STATE = GlobalState()
-# DEL and C1 controls, which json.dumps leaves raw; inside JSON they can only be in strings.
-_C1_IN_JSON = re.compile("[\x7f-\x9f]")
 
 # Shared options, defined once.
 VarOption = Annotated[
@@ -90,6 +90,8 @@ def stdout_console() -> Console:
 
 
 def _console(*, stderr: bool) -> Console:
+    from rich.console import Console
+
     # Foreign text is printed verbatim: a `[/x]` or `:bug:` in it is never markup or an emoji.
     return Console(
         stderr=stderr,
@@ -103,6 +105,8 @@ def _console(*, stderr: bool) -> Console:
 
 def shown(text: str) -> Text:
     """One line of text for a console or a table cell: verbatim, control characters escaped."""
+    from rich.text import Text
+
     return Text(visible(text))
 
 
@@ -116,18 +120,6 @@ def write_product(text: str) -> None:
     text = clean_text(text)
     if sys.stdout.isatty():
         text = visible(text, multiline=True)
-    sys.stdout.write(text)
-    sys.stdout.flush()
-
-
-def print_json(document: Any) -> None:
-    """Write one JSON document on stdout."""
-    write_json_text(json.dumps(document, indent=2, ensure_ascii=False, default=str) + "\n")
-
-
-def write_json_text(text: str) -> None:
-    """Write JSON text on stdout, DEL and C1 controls as `\\u` escapes (the same data)."""
-    text = _C1_IN_JSON.sub(lambda found: f"\\u{ord(found.group()):04x}", clean_text(text))
     sys.stdout.write(text)
     sys.stdout.flush()
 
@@ -169,24 +161,12 @@ def parse_vars(pairs: list[str] | None) -> dict[str, str]:
 def report_error(error: DevallError, console: Console | None = None) -> None:
     """Print `devall: error: <message>` plus indented details on stderr."""
     console = console or stderr_console()
-    if isinstance(error, ConfigError) and error.issues:
-        for issue in error.issues:
-            label = "error" if issue.severity == "error" else "warning"
-            if STATE.debug and issue.origin and label == "error":  # where devall found it
-                sys.stderr.write(issue.origin)
-                sys.stderr.flush()
-            print_line(console, f"devall: {label}: {issue.headline()}")
-            if issue.source_line:
-                print_line(console, f"  {issue.source_line}")
-                if issue.col:
-                    print_line(console, "  " + " " * (issue.col - 1) + "^")
-        return
-    mask = STATE.mask or (lambda text: text)
-    print_line(console, f"devall: error: {mask(error.message)}")
-    for line in error.details:
-        print_line(console, f"  {mask(line)}")
-    if error.hint:
-        print_line(console, f"  hint: {mask(error.hint)}")
+    for raw, text in error_output(error, debug=STATE.debug, mask=STATE.mask):
+        if raw:  # where devall found the issue (--debug)
+            sys.stderr.write(text)
+            sys.stderr.flush()
+        else:
+            print_line(console, text)
 
 
 def error_boundary(func: Callable[P, R]) -> Callable[P, R]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import logging
 import os
 import shlex
 from pathlib import Path
@@ -63,6 +62,8 @@ def complete_tool(ctx: Any, incomplete: str) -> list[str]:
         async with ToolManager(loaded, import_functions=False) as manager:
             rows = await list_workflow_tools(manager, ctx.params.get("node"))
             return [row.name for row in rows]
+
+    import logging  # here: every command imports this module, only completion needs logging
 
     logging.getLogger("asyncio").setLevel(logging.CRITICAL)  # nothing on the shell's screen
     try:

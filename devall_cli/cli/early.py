@@ -142,9 +142,15 @@ def terminated_early() -> bool:
 
 
 def main() -> None:
-    """Console-script entry point: the head start, then the CLI."""
+    """Console-script entry point: the plain path or the head start, then the CLI."""
     import sys
 
+    if os.environ.get(EARLY_ENV, "").strip() != "0":
+        from devall_cli.cli.plain import run_plain
+
+        code = run_plain(sys.argv[1:])  # `validate` and `--version` without Typer
+        if code is not None:
+            raise SystemExit(code)
     try:
         early_start(sys.argv[1:])
         from devall_cli.cli.app import main as cli_main

@@ -10,18 +10,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from devall_cli.text import suggest
-from devall_cli.tools.policy import (
-    APPROVE_MODES,
-    ApproveMode,
-    Approver,
-    RuleError,
-    ToolPolicy,
-    ToolRule,
-    parse_rule,
-)
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the policy is imported when a command reads these options, not on --help
     from devall_cli.nodes.human_input import Answers
+    from devall_cli.tools.policy import ApproveMode, Approver, ToolPolicy, ToolRule
 
 RULE_FORMS = "a tool name glob, server:GLOB, or a hint such as readOnlyHint or destructiveHint"
 
@@ -59,6 +51,8 @@ def cli_policy(
     a usage error naming its option."""
     if not allow and not deny and approve is None:
         return None
+    from devall_cli.tools.policy import ToolPolicy
+
     return ToolPolicy(
         allow=tuple(_rule(text, "--allow-tool") for text in allow or ()),
         deny=tuple(_rule(text, "--deny-tool") for text in deny or ()),
@@ -67,6 +61,8 @@ def cli_policy(
 
 
 def _rule(text: str, option: str) -> ToolRule:
+    from devall_cli.tools.policy import RuleError, parse_rule
+
     try:
         return parse_rule(text, option)
     except RuleError as exc:
@@ -76,6 +72,8 @@ def _rule(text: str, option: str) -> ToolRule:
 def _mode(word: str | None) -> ApproveMode | None:
     if word is None:
         return None
+    from devall_cli.tools.policy import APPROVE_MODES
+
     mode = word.strip().lower()
     if mode in APPROVE_MODES:
         return mode  # type: ignore[return-value]

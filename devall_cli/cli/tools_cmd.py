@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.text import Text
 
 from devall_cli.cli.app import app
 from devall_cli.cli.auth_cmd import print_auth_notice
@@ -160,6 +159,8 @@ def list_command(
         for r in rows:
             out.print()
             out.print(shown(f"{r.name}:"))
+            from rich.text import Text  # here: `devall --help` does not import Rich
+
             # ensure_ascii: every control character comes out as a JSON escape.
             out.print(Text(json.dumps(redactor.value(dict(r.input_schema)), indent=2)))
     if not rows:
@@ -388,6 +389,8 @@ def _print_blocks(blocks: list[dict[str, Any]], redactor: Any, to_stderr: bool) 
             lines.append(json.dumps(redactor.value(block["data"]), ensure_ascii=False))
     text = "".join(line + "\n" for line in lines)
     if to_stderr:  # an error result is a diagnostic: escaped like every other one
+        from rich.text import Text
+
         stderr_console().print(Text(visible(text.rstrip("\n"), multiline=True)))
     else:
         write_product(text)

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING
 
 from devall_cli.engine.topology import Item, dag_layers, strongly_connected, super_layers
 from devall_cli.errors import RunFailedError
-from devall_cli.events import GraphNoteEvent
 
 if TYPE_CHECKING:
     from devall_cli.engine.graph import GraphRun, Link, NodeState
@@ -77,6 +76,9 @@ class CycleRunner:
                 return external
             if not self._retriggered(entry, cycle):
                 return set()
+        # Here, not at the top: `devall validate` reads ITERATION_LIMIT without the events.
+        from devall_cli.events import GraphNoteEvent
+
         self.graph.env.emit(
             GraphNoteEvent(
                 run_id=self.graph.env.run_id,

@@ -7,7 +7,6 @@ rather than writing the list it loaded over what the others wrote meanwhile.
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,8 @@ class ListStore:
     """Items in order of writing; the file is a JSON list of ChatDev's item objects."""
 
     def __init__(self, name: str, path: Path | None, redactor: Redactor, limit: int) -> None:
+        import asyncio  # here: a store type's module is imported to parse a workflow, not run
+
         self.name = name
         self.path = path
         self.items: list[MemoryItem] = []

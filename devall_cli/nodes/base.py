@@ -2,7 +2,8 @@
 
 A node type is one module of this package: it parses and validates its `config` block, says
 what the validate summary shows of it, which tooling and subgraphs it uses, and runs one visit
-of a node. The engine never switches on node types; it asks the descriptor.
+of a node (a runtime imported only then). The engine never switches on node types; it asks the
+descriptor.
 """
 
 from __future__ import annotations
@@ -127,6 +128,22 @@ def asks_operator(node: NodeConfig) -> bool:
     return kind is not None and kind.asks_operator
 
 
-# Every module of this package is imported when a node type is first asked for: a new node
-# type is one module that registers itself (its heavy imports stay inside its functions).
-NODE_TYPES: Registry[NodeType] = Registry("node type", package="devall_cli.nodes")
+# The modules of the built-in node types, imported when a node type is first asked for. Each
+# registers a light descriptor: parsing a workflow imports no runtime (its `run` is named with
+# `kinds.runtime` and imported when a node first runs). A new node type is one such module.
+NODE_TYPES: Registry[NodeType] = Registry(
+    "node type",
+    tuple(
+        f"devall_cli.nodes.{name}"
+        for name in (
+            "agent_config",
+            "human",
+            "literal",
+            "loop_counter",
+            "loop_timer",
+            "passthrough",
+            "python",
+            "subgraph",
+        )
+    ),
+)

@@ -8,15 +8,16 @@ resource limit of one per type has them do, so two prompts never interleave.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from devall_cli.config.schema import Checker, KeySpec, check_keys, opt_str
 from devall_cli.config.yaml_source import KeyPath
-from devall_cli.events import HumanAskedEvent, HumanRepliedEvent
 from devall_cli.messages import USER, Message, input_sections
 from devall_cli.nodes.base import NODE_TYPES, NodeRun, NodeType
-from devall_cli.nodes.human_input import HumanRequest, human_input
 from devall_cli.text import clean_text
+
+if TYPE_CHECKING:
+    from devall_cli.nodes.human_input import HumanRequest
 
 KEYS = KeySpec(known=frozenset({"description"}))
 
@@ -36,6 +37,8 @@ def parse_human(ck: Checker, config: dict[str, Any], path: KeyPath) -> HumanConf
 
 def request_for(run: NodeRun) -> HumanRequest:
     """What the node asks on this visit."""
+    from devall_cli.nodes.human_input import HumanRequest  # runtime: not when parsing
+
     config: HumanConfig = run.node.config
     # devall: a node without config.description shows the node's own description.
     description = config.description or run.node.description or ""
@@ -50,6 +53,9 @@ def request_for(run: NodeRun) -> HumanRequest:
 
 async def run_human(run: NodeRun) -> list[Message]:
     """Ask, record the question and the reply as events, output the reply as a user message."""
+    from devall_cli.events import HumanAskedEvent, HumanRepliedEvent
+    from devall_cli.nodes.human_input import human_input
+
     request = request_for(run)
     source = human_input(run.extras)
     run.emit(

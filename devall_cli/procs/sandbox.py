@@ -23,13 +23,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from devall_cli.errors import SandboxError, UsageError
-from devall_cli.procs.parent_death import die_with_parent
 
 TOOL = "bwrap"
 MODES = ("off", "prefer", "require")
@@ -122,6 +120,11 @@ def sandbox_available() -> bool:
 
 def _trial(program: str) -> str | None:
     """Run `true` in a sandbox as a child would be: user namespaces may be off."""
+    # Here, not at the top: parsing a workflow's `sandbox:` needs neither (nor ctypes).
+    import subprocess
+
+    from devall_cli.procs.parent_death import die_with_parent
+
     true = shutil.which("true") or "/bin/true"
     try:
         done = subprocess.run(
