@@ -69,12 +69,13 @@ def graph_command(
     Placeholders that are not set (an API key, a server URL) do not stop the drawing.
     """
     from devall_cli.engine.graph_shape import shape_of
-    from devall_cli.graphview import render
+    from devall_cli.graphview import collector_paused, render
 
-    loaded = _load_for_drawing(workflow, var, env_file)
-    chosen = fmt or (_BY_SUFFIX.get(out.suffix.lower(), GraphFormat.SVG) if out else None)
-    shape = shape_of(loaded.graph, loaded.redactor.text)
-    text = render(shape, (chosen or GraphFormat.MERMAID).value)
+    with collector_paused():
+        loaded = _load_for_drawing(workflow, var, env_file)
+        chosen = fmt or (_BY_SUFFIX.get(out.suffix.lower(), GraphFormat.SVG) if out else None)
+        shape = shape_of(loaded.graph, loaded.redactor.text)
+        text = render(shape, (chosen or GraphFormat.MERMAID).value)
     if out is None:
         write_product(text)
         return

@@ -6,7 +6,8 @@ guarded composer counts, while it composes, how many values the document stands 
 alias is expanded and how deep collections nest, and stops at the first node beyond a limit:
 nothing is expanded before it has been counted. Our own walk then turns the nodes into plain
 dicts, lists and scalars, taking each position from the node's mark, so every problem it finds
-(duplicate keys, bad merges, values a tag cannot build) is located too.
+(duplicate keys, bad merges, values a tag cannot build) is located too. A large file is
+composed by libyaml instead when it reads alike (yaml_libyaml.py): the same nodes, much sooner.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ MAX_NESTING = 100  # collections inside collections (and `<<` merge chains); wor
 MAX_VALUES = 50_000  # values once aliases are expanded; real workflows hold a few thousand
 MAX_INT_BITS = 1024  # no setting needs more; Python will not even print a 4300-digit integer
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+_STR_TAG = "tag:yaml.org,2002:str"
 
 
 class YamlLimitError(MarkedYAMLError):
@@ -44,7 +46,13 @@ def compose(text: str) -> tuple[Node | None, Any]:
     """
     from ruamel.yaml import YAML
 
+    from devall_cli.config.yaml_libyaml import SlowPath, compose_libyaml
+
     yaml = YAML(typ="rt")
+    try:
+        return compose_libyaml(text, yaml.resolver), yaml.constructor
+    except SlowPath:
+        yaml = YAML(typ="rt")
     yaml.Scanner = GuardedScanner
     yaml.Composer = GuardedComposer
     root = yaml.compose(text)
@@ -226,6 +234,10 @@ class PlainBuilder:
         from ruamel.yaml.comments import TaggedScalar
         from ruamel.yaml.scalarbool import ScalarBoolean
 
+        if _plain_string(node):
+            # What ruamel's constructor builds for an untagged plain or quoted string (most
+            # scalars of a workflow), without its per-node bookkeeping.
+            return clean_text(node.value)
         try:
             value = self.constructor.construct_object(node, deep=True)
         # The one place ruamel's scalar constructors run: whatever a tag's constructor raises
@@ -254,6 +266,12 @@ class PlainBuilder:
         if isinstance(value, str):
             return clean_text(str(value))  # a "\ud800" escape builds a lone surrogate
         return value  # dates, timestamps and bytes stay as they are; type checks report them
+
+
+def _plain_string(node: Any) -> bool:
+    """An untagged string scalar that is not a block scalar (`|`, `>`)."""
+    tag = node.ctag
+    return str(tag) == _STR_TAG and not tag.handle and node.style not in ("|", ">")
 
 
 def _shown(text: Any) -> str:

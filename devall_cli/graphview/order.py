@@ -137,6 +137,12 @@ def _align(
     """
     if not layer:
         return
+    if len(layer) == 1:  # most ranks of a long chain: the item simply goes to the mean
+        item = items[layer[0]]
+        linked = [items[other].x for other in links.get(layer[0], ()) if other in items]
+        if linked:  # `+ 0.0` as below: never a negative zero
+            item.x = sum(linked) / len(linked) + 0.0
+        return
     offsets = [0.0]
     for left, right in itertools.pairwise(layer):
         offsets.append(offsets[-1] + (items[left].w + items[right].w) / 2 + gap)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 Mask = Callable[[str], str]
@@ -53,7 +54,15 @@ class GraphShape:
 
     def node(self, node_id: str) -> ShapeNode | None:
         """The node with this id, or None."""
-        return next((node for node in self.nodes if node.id == node_id), None)
+        return self._by_id.get(node_id)
+
+    @cached_property
+    def _by_id(self) -> dict[str, ShapeNode]:
+        """Nodes by id, the first of a repeated id winning (a drawing looks up every edge end)."""
+        found: dict[str, ShapeNode] = {}
+        for node in self.nodes:
+            found.setdefault(node.id, node)
+        return found
 
     @property
     def entries(self) -> tuple[str, ...]:

@@ -35,6 +35,13 @@ _FINAL = frozenset({"ok", "failed", "skipped", "not_run", "pending"})
 
 def render_report(log: RunLog, report_path: Path) -> str:
     """The HTML text of the report of `log`, to be written at `report_path`."""
+    from devall_cli.graphview import collector_paused
+
+    with collector_paused():  # a run of thousands of nodes: see collector_paused
+        return _render_report(log, report_path)
+
+
+def _render_report(log: RunLog, report_path: Path) -> str:
     import jinja2
 
     env = jinja2.Environment(
@@ -140,9 +147,16 @@ def _graph_svg(log: RunLog) -> str:
     if log.shape is None:
         return ""
     states: dict[str, NodeState] = {}
+    # Looked up once per node: a run of thousands of nodes must not scan them all for each.
+    by_path: dict[str, NodeView] = {}
+    units_of: dict[str, list[NodeView]] = {}
+    for node in log.nodes:
+        by_path.setdefault(node.path, node)
+        if node.declared != node.path:
+            units_of.setdefault(node.declared, []).append(node)
     for path, _ in walk(log.shape):
-        own = log.node(path)
-        units = [n for n in log.nodes if n.declared == path and n.path != path]
+        own = by_path.get(path)
+        units = units_of.get(path, [])
         shown = [node_status(n, log.status) for n in ([own] if own else []) + units]
         status = next(
             (s for s in ("failed", "interrupted", "running", "ok", "skipped") if s in shown),

@@ -16,6 +16,7 @@ PACKAGE = REPO_ROOT / "devall_cli"
 # Import name -> distribution name, where they differ.
 DISTRIBUTIONS = {
     "ruamel": "ruamel.yaml",
+    "yaml": "pyyaml",
     "mcp_types": "mcp-types",
     "jwt": "pyjwt",
     "opentelemetry": "opentelemetry-api",  # and the otel extra's SDK and exporter

@@ -139,3 +139,85 @@ def test_custom_tags_are_read_as_text(tmp_path: Path) -> None:
 
 def test_anchored_booleans_stay_booleans(tmp_path: Path) -> None:
     assert load(tmp_path, "a: &t true\nb: *t\n").data == {"a": True, "b": True}
+
+
+# Large files are composed by libyaml (yaml_libyaml.py); what comes out must be what ruamel
+# alone reads: the same data, positions and located problems.
+RICH = """\
+n@: &a@
+  plain: text @
+  numbers: [0x1F, 1.5e3, 0o17, 012]
+  flags: [yes, off, true, ~, null]
+  quoted: "q\\u00e9 @"
+  single: 'it''s'
+  literal: |
+    line one
+      indented
+  folded: >-
+    folded
+    text
+  flow: {k: v, list: [1, {x: y}]}
+  empty:
+  items:
+    - first
+    - &i@ {z: 1}
+    - *i@
+m@:
+  <<: *a@
+  own: 1
+  ? long key
+  : value
+"""
+
+
+def _both_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str) -> list[object]:
+    from devall_cli.config import yaml_libyaml
+    from devall_cli.config.yaml_source import parse_source
+
+    path = tmp_path / "big.yaml"
+    path.write_text(text)
+    fast_answers: list[object] = []
+    compose = yaml_libyaml.compose_libyaml
+
+    def spy(*args: object) -> object:
+        fast_answers.append(root := compose(*args))  # type: ignore[arg-type]
+        return root
+
+    results: list[object] = []
+    for fast in (True, False):
+        monkeypatch.setattr(yaml_libyaml, "compose_libyaml", spy)
+        if not fast:
+            monkeypatch.setattr(yaml_libyaml, "MIN_CHARS", len(text) + 1)
+        try:
+            doc = parse_source(path, "big.yaml")
+            results.append((doc.data, doc.key_positions, doc.value_positions))
+        except ConfigError as exc:
+            results.append([(i.line, i.col, i.message) for i in exc.issues])
+    assert len(fast_answers) == 1, "the large file was not composed by libyaml"
+    return results
+
+
+def test_large_files_read_alike_through_libyaml(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = "".join(RICH.replace("@", str(i)) for i in range(60))
+    fast, slow = _both_paths(tmp_path, monkeypatch, text)
+    assert fast == slow
+    data = fast[0]  # type: ignore[index]
+    assert data["m3"]["plain"] == "text 3" and data["n3"]["numbers"] == [31, 1500.0, 15, 12]
+    assert data["n3"]["flags"] == ["yes", "off", True, None, None]
+
+
+def test_problems_of_large_files_are_located_alike(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = "".join(RICH.replace("@", str(i)) for i in range(60))
+    text += f"dup:\n  k: 1\n  k: 2\n  <<: [x]\nn0: again\nhuge: {'9' * 400}\n"
+    fast, slow = _both_paths(tmp_path, monkeypatch, text)
+    assert fast == slow
+    assert fast == [
+        (1385, 1, 'duplicate key "n0" (first written at line 1)'),
+        (1383, 3, 'duplicate key "k" (first written at line 1382)'),
+        (1384, 7, "a merge key (<<) takes a mapping or a list of mappings"),
+        (1386, 7, "the number is too large (more than 1024 bits)"),
+    ]
