@@ -1,4 +1,4 @@
-"""Local servers spawned before the CLI is even imported, for `tools list|lock|diff` and `probe`.
+"""Local servers spawned before the CLI is imported: `tools list|call|lock|diff`, `probe`, `run`.
 
 These commands wait for their local servers to start, so every millisecond before the spawn is
 a millisecond of the command. Typer, Rich, the commands and Typer's parsing of the command line
@@ -9,10 +9,11 @@ the command then parses and loads as always, and its `HeadStart` adopts the runn
 (same source id, same config) instead of spawning them again.
 
 Only the plain forms are taken: `devall [--debug] [--no-color] tools list WORKFLOW`,
-`devall ... tools lock WORKFLOW`, `devall ... tools diff WORKFLOW` and `devall ... probe WORKFLOW`,
-with `--var`, `--env-file`, `--json`, `--schema`, `--timeout`, `--junit`, the lockfile's
-`--output`/`-o`, `--lock`, `--locked` and `--strict`, the tool policy's `--allow-tool`,
-`--deny-tool` and `--approve`, and `--sandbox`
+`devall ... tools lock WORKFLOW`, `devall ... tools diff WORKFLOW`, `devall ... probe WORKFLOW`,
+`devall ... tools call WORKFLOW TOOL` (`--args`, `--out`) and `devall ... run WORKFLOW` (with
+the run options of `COMMANDS`), with `--var`, `--env-file`, `--json`, `--schema`, `--timeout`,
+`--junit`, the lockfile's `--output`/`-o`, `--lock`, `--locked` and `--strict`, the tool
+policy's `--allow-tool`, `--deny-tool` and `--approve`, and `--sandbox`
 (set as the CLI default before the spawn, so that the servers spawned here are confined as the
 command would confine them; a process adopted later must match it).
 Anything else (ad-hoc targets, `--node`, `--help`, an option this module does not know, a
@@ -53,7 +54,37 @@ COMMANDS: dict[tuple[str, ...], tuple[frozenset[str], frozenset[str]]] = {
         frozenset({"--var", "--env-file", "--lock"}),
         frozenset({"--json", "--strict"}),
     ),
+    ("tools", "call"): (
+        frozenset({"--args", "--out", "--var", "--env-file", "--sandbox", *POLICY_OPTIONS}),
+        frozenset({"--json"}),
+    ),
+    # Not --replay (its servers may never start) nor --lock/--locked (drift runs nothing).
+    ("run",): (
+        frozenset(
+            {
+                "--task",
+                "--task-file",
+                "--var",
+                "--env-file",
+                "--out",
+                "--max-steps",
+                "--answers",
+                "--record",
+                "--sandbox",
+                "--pricing",
+                "--max-cost",
+                "--max-tokens",
+                "--max-model-calls",
+                *POLICY_OPTIONS,
+            }
+        ),
+        frozenset(
+            {"--json", "--quiet", "-q", "--verbose", "-v", "--report", "--otel", "--otel-content"}
+        ),
+    ),
 }
+# The positional arguments of a command, when more than its workflow: `tools call WF TOOL`.
+POSITIONALS: dict[tuple[str, ...], int] = {("tools", "call"): 2}
 GLOBAL_FLAGS = frozenset({"--debug", "--no-color"})
 # `DEVALL_EARLY_START=0` turns the head start off.
 EARLY_ENV = "DEVALL_EARLY_START"
@@ -76,11 +107,13 @@ def read_command_line(argv: Sequence[str]) -> Invocation | None:
         args.pop(0)
     for words, (valued, flags) in COMMANDS.items():
         if tuple(args[: len(words)]) == words:
-            return _options(args[len(words) :], valued, flags)
+            return _options(args[len(words) :], valued, flags, POSITIONALS.get(words, 1))
     return None
 
 
-def _options(args: list[str], valued: frozenset[str], flags: frozenset[str]) -> Invocation | None:
+def _options(
+    args: list[str], valued: frozenset[str], flags: frozenset[str], wanted: int = 1
+) -> Invocation | None:
     positionals: list[str] = []
     given: dict[str, list[str]] = {}
     index = 0
@@ -100,7 +133,7 @@ def _options(args: list[str], valued: frozenset[str], flags: frozenset[str]) -> 
                 return None
             value, index = args[index], index + 1
         given.setdefault(name, []).append(value)
-    if len(positionals) != 1:
+    if len(positionals) != wanted:
         return None
     variables: dict[str, str] = {}
     for pair in given.get("--var", []):
@@ -212,7 +245,8 @@ def _spawn(invocation: Invocation) -> asyncio.AbstractEventLoop | None:
     loop = asyncio.new_event_loop()
     head_start = HeadStart()
     try:
-        spawned = loop.run_until_complete(head_start.spawn(plans, ctx, import_client=False))
+        spawn = head_start.spawn(plans, ctx, import_client=False, hold_log=True)
+        spawned = loop.run_until_complete(spawn)
     except BaseException:
         loop.run_until_complete(head_start.close())
         loop.close()

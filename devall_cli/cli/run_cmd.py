@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 import sys
@@ -422,7 +423,9 @@ def _run_in(
     # a time.
     terminal = terminal_prompt(console)
     extras = {**node_extras(replies, console, terminal), **traced(tracing, session)}
-    tools = policy_manager(policy, approver_for(replies, console, terminal=terminal))
+    make_manager = policy_manager(policy, approver_for(replies, console, terminal=terminal))
+    # Local servers get devall's light MCP client: the run starts without fastmcp's stack.
+    tools = functools.partial(make_manager, direct_client="local")
     report_failure: str | None = None
     try:
         result = run_async(

@@ -11,9 +11,10 @@ A server that cannot be spawned ahead is left to its source, which spawns it (an
 failure) the usual way. Processes never handed over are torn down by `close()`.
 
 Commands that speak to local servers with devall's own client (mcp_direct.py: `tools list`,
-`tools call`, `probe`) import no client stack at all. `tools list` and `probe` may even find
-their servers spawned before the CLI was loaded (cli/early.py): `keep_for_later` holds those,
-and `HeadStart.spawn` adopts the one of a source whose config is the same.
+`tools call`, `probe`, `run`) import no client stack at all. They may even find their servers
+spawned before the CLI was loaded (cli/early.py): `keep_for_later` holds those, and
+`HeadStart.spawn` adopts the one of a source whose config is the same, handing it the log file
+and trace of the command (the lines written before are held until then).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Literal
 
 from devall_cli.errors import DevallError
 from devall_cli.procs.sandbox import effective_sandbox
@@ -82,10 +84,21 @@ async def import_in_thread(*modules: str) -> None:
     await done
 
 
-def uses_direct_client(ctx: SourceContext) -> bool:
+def uses_direct_client(ctx: SourceContext, *, local: bool = False) -> bool:
     """Whether servers get devall's own light MCP client (mcp_direct.py): local ones, and
-    remote ones over streamable HTTP without `auth:` (mcp_remote.py decides those)."""
-    return ctx.direct_client and os.environ.get(CLIENT_ENV, "").strip().lower() != "fastmcp"
+    remote ones over streamable HTTP without `auth:` (mcp_remote.py decides those); with
+    `direct_client="local"` (run), local ones only."""
+    if os.environ.get(CLIENT_ENV, "").strip().lower() == "fastmcp":
+        return False
+    return ctx.direct_client is True or (local and ctx.direct_client == "local")
+
+
+def local_client(ctx: SourceContext) -> Literal["fastmcp", "direct", "auto"]:
+    """The client of a local server: fastmcp's, the light one, or (run) the light one unless
+    the server refuses its handshake (it speaks only a protocol the light one does not)."""
+    if not uses_direct_client(ctx, local=True):
+        return "fastmcp"
+    return "auto" if ctx.direct_client == "local" else "direct"
 
 
 def local_log_path(source_id: str, run_dir: Path | None) -> Path | None:
@@ -131,13 +144,21 @@ class HeadStart:
         self._spawned_at: dict[str, float] = {}
 
     async def spawn(
-        self, plans: Iterable[SourcePlan], ctx: SourceContext, *, import_client: bool = True
+        self,
+        plans: Iterable[SourcePlan],
+        ctx: SourceContext,
+        *,
+        import_client: bool = True,
+        hold_log: bool = False,
     ) -> list[str]:
         """Spawn the local servers of `plans` not spawned yet; the ids of those now running.
 
-        A server spawned before the command (`keep_for_later`) with the same config is adopted.
-        With `import_client`, the modules that will speak to them are imported meanwhile.
+        A server spawned before the command (`keep_for_later`) with the same config is adopted:
+        its log goes to the log file and the trace of `ctx` from then on, the lines it wrote
+        before first. With `import_client`, the modules that will speak to them are imported
+        meanwhile; with `hold_log` (spawned before the command), log lines are held for it.
         """
+        plans = list(plans)
         spawned: list[str] = []
         for plan in plans:
             make = tooling_type(plan.tooling).early_process
@@ -146,6 +167,7 @@ class HeadStart:
             kept = _KEPT.pop(plan.id, None)
             if kept is not None and _adoptable(kept, plan.tooling.config):
                 self._processes[plan.id], self._spawned_at[plan.id] = kept[1], kept[2]
+                kept[1].hand_over(log_path=local_log_path(plan.id, ctx.run_dir), on_log=ctx.on_log)
                 spawned.append(plan.id)
                 continue
             if kept is not None:  # spawned for another config: not this source's
@@ -153,6 +175,8 @@ class HeadStart:
             process: StdioProcess | None = make(plan.id, plan.tooling.config, ctx)
             if process is None:
                 continue
+            if hold_log:
+                process.hold_log()
             try:
                 await process.spawn()
             except DevallError:
@@ -163,7 +187,7 @@ class HeadStart:
             spawned.append(plan.id)
         if not spawned or not import_client:
             return spawned
-        if not uses_direct_client(ctx):
+        if _speaks_fastmcp(plans, ctx):
             await import_in_thread(*CLIENT_MODULES)
         elif not ctx.stop_at_once:
             # Tools will be called: the direct client checks results against output schemas.
@@ -184,6 +208,15 @@ class HeadStart:
         """Tear down every process not handed over; idempotent."""
         processes, self._processes = list(self._processes.values()), {}
         await asyncio.gather(*(process.close(graceful=False) for process in processes))
+
+
+def _speaks_fastmcp(plans: Iterable[SourcePlan], ctx: SourceContext) -> bool:
+    """Whether an MCP server of `plans` gets fastmcp's client (function tools get none)."""
+    return any(
+        not uses_direct_client(ctx, local=plan.kind == "mcp_local")
+        for plan in plans
+        if plan.kind != "function"
+    )
 
 
 # Processes spawned before the command that will use them was parsed (cli/early.py), by source

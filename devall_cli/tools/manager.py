@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from devall_cli import limits
 from devall_cli.cassette import Tape
@@ -105,7 +105,7 @@ class ToolManager:
         on_auth: AuthCallback | None = None,
         elicitor: Elicitor | None = None,
         stop_at_once: bool = False,
-        direct_client: bool = False,
+        direct_client: bool | Literal["local"] = False,
         tape: Tape | None = None,
         policy: ToolPolicy | None = None,
         approver: Approver | None = None,
@@ -157,6 +157,9 @@ class ToolManager:
         self._sources: dict[str, ToolSource] = {}
         self._infos: dict[str, ServerInfo] = {}
         self._listed: dict[str, tuple[float, list[RawTool]]] = {}
+        # Sources whose start listing answers the next request for their tools: in the commands
+        # that list once (tools list, tools call), that request comes right after the start.
+        self._start_listing: set[str] = set()
         self._routes: dict[str, dict[str, Route]] = {}
         self._specs: dict[str, dict[str, ToolSpec]] = {}  # node id -> final name -> spec
         self._list_denied = list_denied
@@ -248,6 +251,8 @@ class ToolManager:
             raise
         self._infos[plan.id] = info
         tools = await self.list_source(plan.id)
+        if self._list_denied:
+            self._start_listing.add(plan.id)
         if self._events is not None:
             offered = sum(1 for tool in tools if offerable(tool))  # as `tools list` counts them
             self._events.server_ready(plan.id, info, offered, getattr(source, "pid", None))
@@ -278,7 +283,9 @@ class ToolManager:
             await self.start_source(plan)
         ttl = _cache_ttl(plan)
         cached = self._listed.get(source_id)
-        if cached is not None and ttl > 0 and time.monotonic() - cached[0] < ttl:
+        fresh = source_id in self._start_listing
+        self._start_listing.discard(source_id)
+        if cached is not None and (fresh or (ttl > 0 and time.monotonic() - cached[0] < ttl)):
             return cached[1]
         with self._masking():
             tools = await self._sources[source_id].list_tools()

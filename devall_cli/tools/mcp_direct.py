@@ -5,8 +5,9 @@ One of the two `McpSession`s (mcp_protocol.py) a `LocalSource` or a `RemoteSourc
 and exit. Importing fastmcp's client for that costs more CPU than most servers need to start
 (about a second on a quiet machine, measured in docs/benchmarks.md), so these commands speak
 to local servers, and to remote ones over streamable HTTP, with this small client instead;
-`devall run`, `batch`, `resources` and `prompts` keep fastmcp's. `DEVALL_MCP_CLIENT=fastmcp`
-makes every command use fastmcp's.
+`devall run` does so with its local servers (it needs nothing else of a stdio session), while
+`batch`, `resources` and `prompts` keep fastmcp's. `DEVALL_MCP_CLIENT=fastmcp` makes every
+command use fastmcp's.
 
 It speaks on a `MessageChannel`: the supervised process of stdio_process.py (which frames the
 lines and enforces the size and depth limits), or http_lines.py's streamable HTTP (which does

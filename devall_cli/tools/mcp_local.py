@@ -7,10 +7,11 @@ next request starts the server again, at most `max_restarts` times per run; afte
 fails with ServerDiedError. A source may be given its first process already spawned (see
 head_start.py): it then waits for readiness and shakes hands on that one.
 
-The session on the process is fastmcp's Client (`client="fastmcp"`, for `run` and `batch`) or
-devall's own small client (`client="direct"`, mcp_direct.py: the commands that list or call
-once and exit, which it starts without importing fastmcp). Both are `McpSession`s
-(mcp_protocol.py); everything else here is the same for both.
+The session on the process is fastmcp's Client (`client="fastmcp"`, for `batch`) or devall's
+own small client (`client="direct"`, mcp_direct.py: the commands that list or call once and
+exit, which it starts without importing fastmcp; `client="auto"` for `run`, which hands a server
+that refuses its handshake to fastmcp's client). Both are `McpSession`s (mcp_protocol.py);
+everything else here is the same for both.
 """
 
 from __future__ import annotations
@@ -44,7 +45,9 @@ if TYPE_CHECKING:
     from devall_cli.tools.mcp_protocol import McpSession
     from devall_cli.tools.stdio_transport import SupervisedStdioTransport
 
-ClientKind = Literal["fastmcp", "direct"]
+# "auto" (run): the light client, unless the server refuses its handshake (it speaks only the
+# 2026-07-28 protocol): fastmcp's client then speaks to that process from there on.
+ClientKind = Literal["fastmcp", "direct", "auto"]
 RestartCallback = Callable[[str, int], None]  # (source_id, restart number starting at 1)
 
 # The client's own init_timeout fires first; this grace only catches a connect that hangs
@@ -266,16 +269,27 @@ class LocalSource(McpSessionSource):
         if self.client == "fastmcp":
             return await super()._new_session()
         from devall_cli.tools.mcp_direct import open_direct
+        from devall_cli.tools.mcp_protocol import RpcError
 
         assert self._process is not None, "_new_session() before the process was spawned"
-        async with asyncio.timeout(self.init_timeout):  # fastmcp's Client bounds its own
-            return await open_direct(
-                self._process,
-                self.requests,
-                server=self.server,
-                note=self._log,
-                output_schemas=self._output_schemas,
+        try:
+            async with asyncio.timeout(self.init_timeout):  # fastmcp's Client bounds its own
+                return await open_direct(
+                    self._process,
+                    self.requests,
+                    server=self.server,
+                    note=self._log,
+                    output_schemas=self._output_schemas,
+                )
+        except RpcError as exc:  # e.g. -32022: it speaks only the 2026-07-28 protocol
+            if self.client != "auto":
+                raise
+            self.client = "fastmcp"
+            self._log(
+                f"[devall] the server refused the initialize handshake: {exc.message}; "
+                "speaking to it with fastmcp's client"
             )
+        return await super()._new_session()
 
     def _new_process(self) -> StdioProcess:
         return local_process(

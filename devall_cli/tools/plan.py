@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from devall_cli.config.model import ToolingConfig, Workflow, node_tooling, walk_nodes
 from devall_cli.text import safe_id
@@ -35,7 +36,7 @@ class SourcePlan:
     tooling: ToolingConfig  # the first entry that declared it
     nodes: list[str] = field(default_factory=list)
 
-    @property
+    @cached_property  # asked once per listed tool: a command line is quoted only once
     def target(self) -> str:
         """URL, command line or functions directory."""
         return str(self.tooling.config.display_target())
@@ -121,8 +122,9 @@ class SourceContext:
     head_start: Any = None  # HeadStart | None: local servers spawned ahead of their sources
     stop_at_once: bool = False  # servers only listed: SIGTERM at close, no wait on their stdin
     # Tools are only listed and called (tools list/call, probe): local servers get devall's own
-    # light MCP client (mcp_direct.py) instead of fastmcp's, unless DEVALL_MCP_CLIENT=fastmcp.
-    direct_client: bool = False
+    # light MCP client (mcp_direct.py) instead of fastmcp's, unless DEVALL_MCP_CLIENT=fastmcp;
+    # "local" (run): local servers only.
+    direct_client: bool | Literal["local"] = False
 
 
 def start_hint(plan: SourcePlan, error: Any) -> str:

@@ -70,6 +70,9 @@ CHILD_ENV_DEFAULTS: Mapping[str, str] = {
 
 LINE_LIMIT = limits.STDIO_LINE_BYTES  # longest stdout/stderr line kept; longer ones are dropped
 TAIL_SIZE = 50
+# Log lines a process spawned ahead of its source keeps for it (`hold_log`); later ones are
+# counted, and the count is said in the log once the source takes the process over.
+HELD_LINES = 10_000
 STDIN_GRACE = 0.75  # seconds a server gets to leave on its own once stdin is closed
 TERM_GRACE = 1.5  # seconds between SIGTERM and SIGKILL of the group
 KILL_GRACE = 2.0  # seconds to wait for the kernel to finish a SIGKILL
@@ -159,6 +162,8 @@ class StdioProcess:
         self._tail: deque[str] = deque(maxlen=tail_size)
         self._log_file: ServerLogFile | None = None
         self._log_done = False  # closed for good (torn down, or the file cannot be written)
+        self._held: list[tuple[str, bool]] | None = None  # (line, notify) kept for `hand_over`
+        self._held_dropped = 0
         self._proc: asyncio.subprocess.Process | None = None
         self._messages: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
         self._messages_ended = False
@@ -349,10 +354,41 @@ class StdioProcess:
         stdin.write(line.encode("utf-8") + b"\n")
         await stdin.drain()
 
+    def hold_log(self) -> None:
+        """Keep the log lines from now on for the source that will take this process over
+        (spawned ahead of it, before its log file and its trace are known)."""
+        self._held = []
+
+    def hand_over(
+        self, *, log_path: Path | None, on_log: LogCallback | None, append_log: bool = False
+    ) -> None:
+        """The source's log from now on; the lines held so far go to it first, in order."""
+        held, self._held = self._held or [], None
+        self.log_path, self.on_log, self.append_log = log_path, on_log, append_log
+        for line, notify in held:
+            self._write_log(line, notify)
+        if self._held_dropped:
+            note = f"[devall: {self._held_dropped} log lines from the start were not kept]"
+            self._write_log(note, True)
+            self._held_dropped = 0
+
     def log_line(self, line: str, *, match: bool = True, notify: bool = True) -> None:
         """Record a log line: tail buffer, log file, `on_log` (if `notify`), readiness match."""
         shown = clean_text(self._redact(line) if self._redact else line)
         self._tail.append(shown)
+        if self._held is not None:
+            if len(self._held) < HELD_LINES:
+                self._held.append((shown, notify))
+            else:
+                self._held_dropped += 1
+        else:
+            self._write_log(shown, notify)
+        pattern = self.pattern if match and not self.log_matched.is_set() else None
+        if pattern is not None and pattern.search(line):
+            self.log_matched.set()
+
+    def _write_log(self, shown: str, notify: bool) -> None:
+        """A (masked) log line into the log file and to `on_log`."""
         if self._log_file is None and not self._log_done:
             self._open_log_file()  # lazily: a note may come before the spawn
         log_file = self._log_file
@@ -369,9 +405,6 @@ class StdioProcess:
                 self.on_log(self.id, shown)
             except Exception:  # a failing sink must not stop the log reader
                 logger.exception("on_log callback failed")
-        pattern = self.pattern if match and not self.log_matched.is_set() else None
-        if pattern is not None and pattern.search(line):
-            self.log_matched.set()
 
     def _end_messages(self) -> None:
         if not self._messages_ended:

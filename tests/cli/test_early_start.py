@@ -1,4 +1,4 @@
-"""`tools list` and `probe` spawn a workflow's local servers before the CLI is imported.
+"""`tools list`, `probe` and `run` spawn a workflow's local servers before the CLI is imported.
 
 The command line is read by devall_cli/cli/early.py only as far as the workflow goes; every
 other form is left to Typer. The spawned processes are adopted by the command, or torn down.
@@ -46,27 +46,43 @@ def workflow(tmp_path: Path) -> str:
         (["probe"], "tricky"),
         (["--no-color", "tools", "list"], "t_echo"),
         (["probe", "--json"], '"ok": true'),
+        (["run", "--quiet", "--task", "hi"], "done"),
+        (["tools", "call", "--args", '{"text": "hi"}', "WF", "t_echo"], "hi"),
     ],
-    ids=["tools-list", "probe", "global-flag", "probe-json"],
+    ids=["tools-list", "probe", "global-flag", "probe-json", "run", "tools-call"],
 )
 def test_the_server_is_spawned_before_the_cli_is_imported(
     tmp_path: Path, command: list[str], shown: str
 ) -> None:
-    report = entry(tmp_path, *command, workflow(tmp_path))
+    wf = workflow(tmp_path)
+    args = [wf if arg == "WF" else arg for arg in command] if "WF" in command else [*command, wf]
+    report = entry(tmp_path, *args)
     assert report["code"] == 0, report["stderr"]
     assert report["typer_before"] == [False]  # one spawn, and it came first
     assert shown in report["stdout"]
     assert all(pid_gone(pid) for pid in report["pids"])
 
 
+def test_run_adopts_the_early_server_and_keeps_its_log(tmp_path: Path) -> None:
+    report = entry(tmp_path, "run", "--quiet", "--task", "hi", workflow(tmp_path))
+    assert report["code"] == 0, report["stderr"]
+    assert report["typer_before"] == [False]  # spawned once, before the CLI: adopted
+    [run_dir] = (tmp_path / "logs").iterdir()
+    # The lines the server wrote before the run took it over are in its log and the trace.
+    assert "tricky server ready" in (run_dir / "servers" / "t.log").read_text()
+    lines = (run_dir / "events.jsonl").read_text().splitlines()
+    logged = [e["line"] for e in map(json.loads, lines) if e["kind"] == "server.log"]
+    assert "tricky server ready" in logged
+
+
 @pytest.mark.parametrize(
     ("args", "env"),
     [
         (["tools", "list", "WF", "--node", "a"], {}),
-        (["tools", "call", "WF", "t_echo", "--args", '{"text": "hi"}'], {}),
+        (["tools", "call", "WF", "t_echo", "--node", "a", "--args", '{"text": "hi"}'], {}),
         (["tools", "list", "WF"], {"DEVALL_EARLY_START": "0"}),
     ],
-    ids=["with-node", "tools-call", "turned-off"],
+    ids=["with-node", "tools-call-node", "turned-off"],
 )
 def test_other_forms_are_left_to_the_command(
     tmp_path: Path, args: list[str], env: dict[str, str]
@@ -130,6 +146,14 @@ async def test_a_process_kept_for_another_config_is_not_adopted_and_is_torn_down
             Invocation(Path("w.yaml"), {}, None),
         ),
         (["tools", "list", "--schema", "w.yaml"], Invocation(Path("w.yaml"), {}, None)),
+        (
+            ["tools", "call", "w.yaml", "t", "--args", "{}", "--json"],
+            Invocation(Path("w.yaml"), {}, None),
+        ),
+        (
+            ["run", "-q", "w.yaml", "--task", "hi", "--var", "a=1", "--sandbox=prefer"],
+            Invocation(Path("w.yaml"), {"a": "1"}, None, "prefer"),
+        ),
     ],
 )
 def test_plain_forms_are_read(argv: list[str], expected: Invocation) -> None:
@@ -139,7 +163,8 @@ def test_plain_forms_are_read(argv: list[str], expected: Invocation) -> None:
 @pytest.mark.parametrize(
     "argv",
     [
-        ["tools", "call", "w.yaml", "t"],
+        ["tools", "call", "w.yaml"],
+        ["tools", "call", "w.yaml", "t", "--node", "a"],
         ["tools", "list", "w.yaml", "--node", "a"],
         ["tools", "list", "--url", "http://127.0.0.1:1/mcp"],
         ["probe", "--command", "python s.py"],
@@ -151,7 +176,8 @@ def test_plain_forms_are_read(argv: list[str], expected: Invocation) -> None:
         ["probe", "w.yaml", "--var", "novalue"],
         ["probe", "w.yaml", "--timeout"],
         ["--version", "probe", "w.yaml"],
-        ["run", "w.yaml"],
+        ["run", "w.yaml", "--replay", "c.jsonl"],
+        ["run", "w.yaml", "--locked"],
         ["probe", "--", "w.yaml"],
     ],
 )

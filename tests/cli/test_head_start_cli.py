@@ -1,6 +1,6 @@
 """Commands that start local servers spawn them before importing the MCP client stack.
 
-`tools list`, `tools call` and `probe` never import it: devall's own client (mcp_direct.py)
+`tools list`, `tools call`, `probe` and `run` never import it: devall's own client (mcp_direct.py)
 speaks to local servers there, unless DEVALL_MCP_CLIENT=fastmcp.
 
 Each command runs in a fresh interpreter (the order of imports is the point) where
@@ -145,14 +145,14 @@ def test_local_server_is_spawned_before_the_mcp_client_is_imported(
     report = spied(tmp_path, *(workflow if arg == "WF" else arg for arg in command))
     assert report["code"] == 0
     assert report["spawns"] == [[]]  # one server, spawned with none of the heavy modules loaded
-    if command[0] == "run":
-        # ... and the client stack was imported while the server started, not after it
-        assert report["ready"] and all("fastmcp" in modules for modules in report["ready"])
-    else:
-        assert report["after"] == []  # devall's own client spoke to it: no client stack at all
+    assert report["after"] == []  # devall's own client spoke to it: no client stack at all
 
 
-@pytest.mark.parametrize("command", LIST_AND_CALL, ids=["tools-list", "tools-call", "probe"])
+@pytest.mark.parametrize(
+    "command",
+    [*LIST_AND_CALL, ["run", "WF", "--task", "hello"]],
+    ids=["tools-list", "tools-call", "probe", "run"],
+)
 def test_devall_mcp_client_fastmcp_lists_and_calls_with_fastmcp(
     tmp_path: Path, command: list[str]
 ) -> None:
@@ -171,7 +171,7 @@ def test_every_local_server_is_spawned_before_the_client_stack(tmp_path: Path) -
     report = spied(tmp_path, "run", str(write(tmp_path, entries)), "--task", "hi")
     assert report["code"] == 0
     assert report["spawns"] == [[], []]
-    assert "fastmcp" in report["after"]
+    assert report["after"] == []
 
 
 def test_a_server_spawned_ahead_that_exits_is_reported_as_before(tmp_path: Path) -> None:
@@ -214,3 +214,27 @@ def test_only_listing_commands_skip_the_wait_on_stdin_at_teardown(
     result = CliRunner().invoke(app, [workflow if arg == "WF" else arg for arg in command])
     assert result.exit_code == 0, result.output
     assert closes and set(closes) == {graceful}
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["tools", "list", "WF"], ["tools", "call", "WF", "t_echo", "--args", '{"text": "hi"}']],
+    ids=["tools-list", "tools-call"],
+)
+def test_commands_that_list_once_list_each_server_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: list[str]
+) -> None:
+    from devall_cli.tools.mcp_local import LocalSource
+
+    listings: list[str] = []
+    real_list = LocalSource.list_tools
+
+    async def list_tools(self: LocalSource) -> Any:
+        listings.append(self.id)
+        return await real_list(self)
+
+    monkeypatch.setattr(LocalSource, "list_tools", list_tools)
+    workflow = str(write(tmp_path, tooling(TRICKY, "tricky server ready", "t")))
+    result = CliRunner().invoke(app, [workflow if arg == "WF" else arg for arg in command])
+    assert result.exit_code == 0, result.output
+    assert listings == ["t"]  # the listing made at the start answers the command

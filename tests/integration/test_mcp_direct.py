@@ -39,6 +39,21 @@ async def test_a_server_that_refuses_the_handshake_is_a_protocol_error(raw: Fact
     assert "'raw'" in info.value.message and "-32022" in info.value.message
 
 
+async def test_under_run_a_refused_handshake_is_handed_to_fastmcps_client() -> None:
+    # `run` (client "auto") tries fastmcp's client on the same process, which probes the newer
+    # protocol first; this server answers neither, so the start fails as fastmcp's would.
+    args = (str(RAW), "--modern-only")
+    config = McpLocalConfig(command=sys.executable, args=args, startup_timeout=60)
+    source = LocalSource(id="raw", config=config, client="auto")
+    try:
+        with pytest.raises(ProtocolError) as info:
+            await source.start()
+    finally:
+        await source.close()
+    assert source.client == "fastmcp" and "-32022" in info.value.message
+    assert any("speaking to it with fastmcp's client" in line for line in source.log_tail)
+
+
 async def test_a_tool_listed_without_an_input_schema_is_a_protocol_error(raw: Factory) -> None:
     source = raw("--no-schema")
     await source.start()

@@ -271,7 +271,7 @@ def _start_hint(settings: McpLocalConfig, error: DevallError, where: str) -> str
 
 def make_local_source(source_id: str, settings: McpLocalConfig, ctx: SourceContext) -> ToolSource:
     """A supervised local server process (spoken to by the light client where it is enough)."""
-    from devall_cli.tools.head_start import local_log_path, uses_direct_client
+    from devall_cli.tools.head_start import local_client, local_log_path
     from devall_cli.tools.mcp_local import LocalSource
 
     return LocalSource(
@@ -286,7 +286,7 @@ def make_local_source(source_id: str, settings: McpLocalConfig, ctx: SourceConte
         elicitor=ctx.elicitor,
         process=ctx.head_start.take(source_id) if ctx.head_start is not None else None,
         stop_at_once=ctx.stop_at_once,
-        client="direct" if uses_direct_client(ctx) else "fastmcp",
+        client=local_client(ctx),
         workflow_dir=readable_dir(settings, ctx),
     )
 

@@ -427,3 +427,30 @@ async def test_discard_pending_drops_unread_messages_but_keeps_the_end() -> None
         await proc.close()
     assert proc.discard_pending() == 0
     assert await proc.receive_message() is None
+
+
+async def test_a_process_spawned_ahead_hands_its_held_log_over(tmp_path: Path) -> None:
+    # Spawned before its source knew its log file and trace: the lines written meanwhile reach
+    # both once the source takes it over, and the later ones too.
+    code = (
+        "import sys; print('early line', file=sys.stderr, flush=True); sys.stdin.readline();"
+        " print('server is ready', file=sys.stderr, flush=True); sys.stdin.read()"
+    )
+    process = StdioProcess(id="s", command=PY, args=script(code), wait_for_log="ready")
+    process.hold_log()
+    seen: list[str] = []
+    try:
+        await process.spawn()
+        for _ in range(500):
+            if process.log_tail:
+                break
+            await asyncio.sleep(0.01)
+        log = tmp_path / "servers" / "s.log"
+        process.hand_over(log_path=log, on_log=lambda _id, line: seen.append(line))
+        assert seen == ["early line"]
+        await process.send_line("{}")
+        await process.wait_ready(10)
+        assert seen == ["early line", "server is ready"]
+        assert log.read_text().splitlines() == seen
+    finally:
+        await process.close(graceful=False)
