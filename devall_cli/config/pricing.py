@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -111,9 +111,18 @@ class PriceTable:
     """The layers of prices a run uses, the strongest first."""
 
     layers: tuple[tuple[PriceEntry, ...], ...] = (BUILTIN_PRICES,)
+    # Every model reply is priced: the table is scanned once per model name, not per reply.
+    _found: dict[str, PriceEntry | None] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def lookup(self, model: str) -> PriceEntry | None:
         """The price of `model`, or None when no layer knows it."""
+        if model not in self._found:
+            self._found[model] = self._look_up(model)
+        return self._found[model]
+
+    def _look_up(self, model: str) -> PriceEntry | None:
         for layer in self.layers:
             found = best_match(layer, model)
             if found is not None:

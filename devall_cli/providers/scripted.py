@@ -113,14 +113,26 @@ class ScriptedProvider:
 
 def fill_placeholders(text: str, messages: Sequence[Mapping[str, Any]]) -> str:
     """Replace `{input}`, `{tool_result}` and `{tool_results}` from the conversation."""
-    user = [content_text(m.get("content")) for m in messages if m.get("role") == "user"]
-    results = [content_text(m.get("content")) for m in messages if m.get("role") == "tool"]
-    values = {
-        "input": "\n".join(user),
-        "tool_result": results[-1] if results else "",
-        "tool_results": "\n".join(results),
-    }
-    return _PLACEHOLDER.sub(lambda match: values[match.group(1)], text)
+    if "{" not in text:  # most texts: no need to read the conversation (it grows every turn)
+        return text
+    values: dict[str, str] = {}
+
+    def value(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in values:
+            values[name] = _placeholder_value(name, messages)
+        return values[name]
+
+    return _PLACEHOLDER.sub(value, text)
+
+
+def _placeholder_value(name: str, messages: Sequence[Mapping[str, Any]]) -> str:
+    """The text a placeholder stands for in the conversation so far."""
+    if name == "tool_result":
+        last = next((m for m in reversed(messages) if m.get("role") == "tool"), None)
+        return content_text(last.get("content")) if last is not None else ""
+    role = "user" if name == "input" else "tool"
+    return "\n".join(content_text(m.get("content")) for m in messages if m.get("role") == role)
 
 
 def _filled(value: Any, messages: Sequence[Mapping[str, Any]]) -> Any:
