@@ -109,8 +109,7 @@ def open_run_file(path: Path, *, append: bool = False, own_folder: bool = False)
     try:
         fd = _continue(dir_fd, path) if append else None
         if fd is None:
-            _remove(dir_fd, path)
-            fd = os.open(path.name, _CREATE, FILE_MODE, dir_fd=dir_fd)
+            fd = _create(dir_fd, path)
     finally:
         os.close(dir_fd)
     try:
@@ -162,6 +161,15 @@ def _continue(dir_fd: int, path: Path) -> int | None:
     return None  # another name shares the file (a planted hard link): never write through it
 
 
+def _create(dir_fd: int, path: Path) -> int:
+    """A new file in `path`'s place: what had its name is removed first (not followed)."""
+    try:  # the common case, a fresh run directory: nothing to remove, one call
+        return os.open(path.name, _CREATE, FILE_MODE, dir_fd=dir_fd)
+    except FileExistsError:
+        _remove(dir_fd, path)
+        return os.open(path.name, _CREATE, FILE_MODE, dir_fd=dir_fd)
+
+
 def _remove(dir_fd: int, path: Path) -> None:
     """Remove a file or link in `path`'s place; refuse a folder, a FIFO or a device."""
     try:
@@ -178,10 +186,13 @@ def _remove(dir_fd: int, path: Path) -> None:
 
 def _open_folder(folder: Path, own: bool) -> int:
     """A descriptor of `folder`, created if missing; with `own`, refusing a symlink."""
-    folder.mkdir(parents=True, exist_ok=True)
     flags = os.O_RDONLY | _DIRECTORY | _CLOEXEC | (_NOFOLLOW if own else 0)
     try:
-        return os.open(folder, flags)
+        try:  # mostly there already: a mkdir first would cost two more calls each time
+            return os.open(folder, flags)
+        except (FileNotFoundError, NotADirectoryError):  # missing, or what mkdir reports
+            folder.mkdir(parents=True, exist_ok=True)
+            return os.open(folder, flags)
     except OSError as exc:
         if own and exc.errno in (errno.ELOOP, errno.ENOTDIR):
             raise OSError(exc.errno, f"{folder} is a symlink, not a folder of the run") from None

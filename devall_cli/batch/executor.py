@@ -77,16 +77,19 @@ class LocalExecutor:
 
     async def run(self, tasks: Sequence[BatchTask], sink: BatchSink) -> None:
         """Run the tasks, at most `concurrency` at once, in the order given."""
+        from devall_cli.providers.http_pool import held_pool
+
         pending = iter(tasks)
         count = min(self.concurrency, len(tasks))
-        workers = [asyncio.create_task(self._worker(pending, sink)) for _ in range(count)]
-        try:
-            await asyncio.gather(*workers)
-        except BaseException:
-            for worker in workers:
-                worker.cancel()
-            await asyncio.gather(*workers, return_exceptions=True)
-            raise
+        async with held_pool():  # the model connections of one task serve the next
+            workers = [asyncio.create_task(self._worker(pending, sink)) for _ in range(count)]
+            try:
+                await asyncio.gather(*workers)
+            except BaseException:
+                for worker in workers:
+                    worker.cancel()
+                await asyncio.gather(*workers, return_exceptions=True)
+                raise
 
     async def _worker(self, pending: Iterator[BatchTask], sink: BatchSink) -> None:
         for task in pending:

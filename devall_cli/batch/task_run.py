@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 import shutil
+import stat
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -136,14 +138,13 @@ def _new_session(task: BatchTask, workflow: Workflow, env: TaskEnv) -> RunSessio
 async def _run(
     task: BatchTask, session: RunSession, env: TaskEnv, started: float, relative: str
 ) -> TaskOutcome:
-    from devall_cli.config.model import walk_nodes
     from devall_cli.tools.attachments import AttachmentStore
     from devall_cli.trace.jsonl import JsonlSink
     from devall_cli.trace.result import ResultSink
 
     redactor, run_dir = session.redactor, session.run_dir
     jsonl = JsonlSink(run_dir / "events.jsonl", redactor)
-    node_ids = [path for path, _ in walk_nodes(session.workflow.graph)]
+    node_ids = env.workflows.node_ids(session.workflow)
     results = ResultSink(
         run_dir / "result.json", redactor, node_ids=node_ids, recorder=session.recorder
     )
@@ -270,10 +271,13 @@ def _tokens(tokens: Any) -> dict[str, int]:
 def clear_run_dir(run_dir: Path) -> None:
     """An earlier attempt's directory goes: the task's (or case's) records start afresh."""
     try:
-        if run_dir.is_symlink():
+        mode = os.lstat(run_dir).st_mode  # one call: in a fresh batch there is nothing to clear
+        if stat.S_ISLNK(mode):
             run_dir.unlink()
-        elif run_dir.is_dir():
+        elif stat.S_ISDIR(mode):
             shutil.rmtree(run_dir)
+    except FileNotFoundError:
+        return
     except OSError as exc:
         reason = exc.strerror or str(exc)
         message = f"cannot clear the earlier run directory {run_dir}: {reason}"

@@ -41,6 +41,8 @@ class WorkflowSet:
         self.cache_size = cache_size
         self._cache: OrderedDict[VarsKey, Workflow] = OrderedDict()
         self.loads = 0  # how many times the file was loaded (the cache at work)
+        # By id, with the workflow kept beside its ids, so an id reused is never mistaken.
+        self._node_ids: dict[int, tuple[Workflow, tuple[str, ...]]] = {}
 
     def add(self, task_vars: Mapping[str, str], workflow: Workflow) -> None:
         """Keep a workflow loaded elsewhere (the one the command checked first)."""
@@ -60,6 +62,19 @@ class WorkflowSet:
         workflow = load_workflow(self.path, cli_vars=merged, env_file=self.env_file)
         self._remember(key, workflow)
         return workflow
+
+    def node_ids(self, workflow: Workflow) -> tuple[str, ...]:
+        """The node paths of `workflow` (result.json's order), worked out once per workflow."""
+        cached = self._node_ids.get(id(workflow))
+        if cached is not None and cached[0] is workflow:
+            return cached[1]
+        from devall_cli.config.model import walk_nodes
+
+        ids = tuple(path for path, _ in walk_nodes(workflow.graph))
+        if len(self._node_ids) >= self.cache_size:  # bounded, like the workflows
+            self._node_ids.clear()
+        self._node_ids[id(workflow)] = (workflow, ids)
+        return ids
 
     def _remember(self, key: VarsKey, workflow: Workflow) -> None:
         self._cache[key] = workflow

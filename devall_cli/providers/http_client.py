@@ -33,6 +33,7 @@ import httpx
 from devall_cli import __version__, json_limits, limits
 from devall_cli.cassette import active_tape, error_entry, raise_recorded
 from devall_cli.errors import DevallError, LLMHTTPError, LLMUnreachableError
+from devall_cli.providers import http_pool
 from devall_cli.providers.base import dump_json
 from devall_cli.redaction import Redactor
 from devall_cli.text import clean_text, clean_value
@@ -127,9 +128,14 @@ class ModelEndpoint:
         self._deadline = timeout if timeout > 0 else None
         self._timeout = httpx.Timeout(self._deadline)
         self._timing = timing or RetryTiming.of()
-        self._client = httpx.AsyncClient(
-            transport=transport, timeout=self._timeout, verify=shared_ssl_context()
-        )
+        # A transport of its own (tests) gets a client of its own; otherwise a client is
+        # borrowed at the first request (http_pool: its connections kept alive across tasks).
+        self._own_client: httpx.AsyncClient | None = None
+        if transport is not None:
+            self._own_client = httpx.AsyncClient(
+                transport=transport, timeout=self._timeout, verify=shared_ssl_context()
+            )
+        self._pooled: httpx.AsyncClient | None = None
 
     async def post_json(self, body: Any) -> bytes:
         """POST `body` as JSON; the body of the successful answer (raises a DevallError)."""
@@ -151,8 +157,19 @@ class ModelEndpoint:
         return content
 
     async def aclose(self) -> None:
-        """Close the HTTP connections (idempotent)."""
-        await self._client.aclose()
+        """Close the HTTP connections, or give the borrowed client back (idempotent)."""
+        if self._own_client is not None:
+            await self._own_client.aclose()
+        pooled, self._pooled = self._pooled, None
+        if pooled is not None:
+            await http_pool.give_back(pooled)
+
+    def _client(self) -> httpx.AsyncClient:
+        if self._own_client is not None:
+            return self._own_client
+        if self._pooled is None:
+            self._pooled = http_pool.borrow(self._timeout)
+        return self._pooled
 
     async def _post_with_retries(self, payload: bytes) -> Answer:
         attempts = self._retries + 1
@@ -181,7 +198,7 @@ class ModelEndpoint:
         """One attempt, body included, within the deadline; a body to retry on is not read."""
         try:
             async with asyncio.timeout(self._deadline):
-                async with self._client.stream(
+                async with self._client().stream(
                     "POST", self._url, content=payload, headers=self._headers, timeout=self._timeout
                 ) as response:
                     status = response.status_code

@@ -274,6 +274,12 @@ class FakeLLM:
             return self.as_reply(self.responder(request.body))
         return self.text_reply(self.default_text)
 
+    def _number(self) -> int:
+        """How many requests were received: the number of this answer (no copy of the list,
+        which would make a long batch quadratic)."""
+        with self._lock:
+            return len(self._requests)
+
     def _embedding_error(self) -> FakeReply | None:
         with self._lock:
             return self._embedding_errors.popleft() if self._embedding_errors else None
@@ -337,8 +343,9 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True  # a slow answer must not hold up shutdown
     block_on_close = False
     # The listen backlog (socketserver's default is 5): clients connecting at once past it wait
-    # for a SYN retransmission (1 s) or fail, which real endpoints do not make them do.
-    request_queue_size = 128
+    # for a SYN retransmission (1 s) or fail, which real endpoints do not make them do. A batch
+    # at --concurrency 256 and more opens that many connections at once.
+    request_queue_size = 1024
 
     def __init__(self, fake: FakeLLM) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
@@ -347,6 +354,9 @@ class _Server(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as real endpoints
+    # The head and the body of an answer are two writes: with Nagle's algorithm the body of an
+    # answer on a kept-alive connection waits for the client's delayed ACK (40 ms).
+    disable_nagle_algorithm = True
     timeout = 30  # an idle kept-alive connection ends eventually
     server: _Server
 
@@ -391,7 +401,7 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.size:
             self._send_huge(reply.size, declare_size=reply.declare_size)
             return
-        payload = reply.body or fake.answer_body(reply, body, len(fake.requests))
+        payload = reply.body or fake.answer_body(reply, body, fake._number())
         self._send(reply.status, payload, reply.headers, drip=reply.drip)
 
     def do_GET(self) -> None:
