@@ -24,6 +24,7 @@ from devall_cli import json_limits
 from devall_cli.config.cost import CostTotals
 from devall_cli.errors import RunFailedError
 from devall_cli.run_files import open_run_file
+from devall_cli.run_values import LARGE_CHARS, ValueStore, is_ref, read_value
 from devall_cli.text import clean_text
 
 RESULTS_NAME = "results.jsonl"
@@ -122,7 +123,7 @@ def read_results(path: Path) -> PreviousResults:
     previous.whole_bytes = data.rfind(b"\n") + 1
     lines = data[: previous.whole_bytes].split(b"\n")[:-1]
     for number, raw in enumerate(lines, start=1):
-        outcome = _parse_line(raw)
+        outcome = _parse_line(raw, path.parent)
         if outcome is None:
             if raw.strip():
                 previous.bad_lines.append(number)
@@ -131,11 +132,13 @@ def read_results(path: Path) -> PreviousResults:
     return previous
 
 
-def _parse_line(raw: bytes) -> TaskOutcome | None:
+def _parse_line(raw: bytes, batch_dir: Path) -> TaskOutcome | None:
     try:
         record = json_limits.loads(raw)
         if not isinstance(record, dict) or record.get("status") not in STATUSES:
             return None
+        if is_ref(record.get("output")):  # a long output, kept in the task's run directory
+            record["output"] = read_value(record["output"], batch_dir)
         return TaskOutcome.from_record(record)
     except (ValueError, KeyError, TypeError):
         return None
@@ -164,7 +167,7 @@ class ResultsLog:
         """Write the outcome's line in one piece, for the flusher to fsync; OSError on failure."""
         if self._sync_error is not None:
             raise self._sync_error
-        line = json.dumps(outcome.record(), ensure_ascii=False, default=str) + "\n"
+        line = json.dumps(self._record(outcome), ensure_ascii=False, default=str) + "\n"
         data = clean_text(line).encode("utf-8")
         fd = self._file.fileno()
         # The text layer is never used: one write of the whole line, no buffer in between.
@@ -172,6 +175,15 @@ class ResultsLog:
         while view:
             view = view[os.write(fd, view) :]
         self._dirty = True  # no wake-up: a thread switch per line would cost more than the fsync
+
+    def _record(self, outcome: TaskOutcome) -> dict[str, Any]:
+        """The line's object; a long output refers to the task's run directory's copy of it."""
+        record = outcome.record()
+        if len(outcome.output) > LARGE_CHARS and outcome.run_dir:
+            prefix = f"{outcome.run_dir}/"
+            store = ValueStore(self.path.parent / outcome.run_dir, prefix=prefix)
+            record["output"] = store.stored(outcome.output)
+        return record
 
     def close(self) -> None:
         """Stop the flusher, fsync what is left and close the file; OSError when it cannot."""

@@ -25,6 +25,7 @@ from devall_cli.report.model import (
     Visit,
 )
 from devall_cli.report.policy import PolicyFold, finish_policy
+from devall_cli.run_values import resolve_line
 
 EVENTS, RESULT = "events.jsonl", "result.json"
 
@@ -59,7 +60,9 @@ def _read_result(path: Path, log: RunLog) -> dict[str, Any]:
         log.problems.append(f"{RESULT} is missing: the run was killed, or is still running")
         return {}
     try:
-        document = json.loads(path.read_text(encoding="utf-8", errors="replace"))
+        text = path.read_text(encoding="utf-8", errors="replace")
+        # Large texts are stored once, in values/; the document refers to them (run_values).
+        document = resolve_line(text, json.loads(text), path.parent)
     except (OSError, ValueError, RecursionError) as exc:
         log.problems.append(f"{RESULT} could not be read: {exc}")
         return {}
@@ -80,7 +83,7 @@ def _read_events(path: Path, log: RunLog) -> list[dict[str, Any]]:
             if not line.strip():
                 continue
             try:
-                event = json.loads(line)
+                event = resolve_line(line, json.loads(line), path.parent)
             except (ValueError, RecursionError):
                 bad += 1
                 continue

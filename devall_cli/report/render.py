@@ -192,7 +192,7 @@ def _clip(value: Any, limit: int = TEXT_LIMIT) -> str:
     if len(text) <= limit:
         return text
     rest = len(text) - limit
-    return f"{text[:limit]}\n… ({rest:,} more characters: the whole text is in events.jsonl)"
+    return f"{text[:limit]}\n… ({rest:,} more characters: the whole text is in the run directory)"
 
 
 def _pretty(value: Any) -> str:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import json
+import math
 import os
 import tempfile
 from collections.abc import Sequence
 from dataclasses import asdict
 from datetime import UTC, datetime
+from json.encoder import encode_basestring
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,9 @@ from devall_cli.events import Event, RunFinishedEvent
 from devall_cli.node_paths import declared_path
 from devall_cli.redaction import Redactor
 from devall_cli.run_files import write_failure
+from devall_cli.run_values import ValueStore
 from devall_cli.text import clean_text
+from devall_cli.trace.jsonl import unmasked_json
 from devall_cli.trace.policy_record import PolicyRecord
 from devall_cli.trace.recorder import (
     AttachmentRecord,
@@ -164,20 +167,90 @@ def build_result(
         document["budget"] = dict(result.budget)
     if not result.policy.empty:  # only when the policy hid a tool or decided a call
         document["policy"] = _policy(result.policy)
+    if unmasked_json(redactor, document) is not None:
+        return document  # nothing to mask: the copy masking makes would be the same document
     redacted: dict[str, Any] = redactor.value(document)
     return redacted
 
 
 def json_text(document: Any) -> str:
-    """The text of result.json (and of `run --json`) for a document."""
+    """The text of result.json (and of `run --json`) for a document.
+
+    Exactly `json.dumps(document, indent=2, ensure_ascii=False, default=str)`, made without
+    json's pure-Python indenting encoder, which costs several times more (once per task of a
+    batch).
+    """
+    parts: list[str] = []
+    _encode(document, "\n", parts)
     # clean_text: a lone surrogate that slipped past the boundaries must not lose the file.
-    return clean_text(json.dumps(document, indent=2, ensure_ascii=False, default=str)) + "\n"
+    return clean_text("".join(parts)) + "\n"
+
+
+def _encode(value: Any, newline: str, out: list[str]) -> None:
+    """`value` as json.dumps(indent=2) writes it at the indentation `newline` ends with."""
+    if isinstance(value, str):
+        out.append(encode_basestring(value))
+    elif value is None or value is True or value is False:
+        out.append(_CONSTANTS[value])
+    elif isinstance(value, int):
+        out.append(int.__repr__(value))
+    elif isinstance(value, float):
+        out.append(_float_text(value))
+    elif isinstance(value, list | tuple):
+        _encode_items(value, "[", "]", newline, out)
+    elif isinstance(value, dict):
+        _encode_items(value, "{", "}", newline, out)
+    else:
+        out.append(encode_basestring(str(value)))  # default=str
+
+
+def _encode_items(value: Any, opening: str, closing: str, newline: str, out: list[str]) -> None:
+    if not value:
+        out.append(opening + closing)
+        return
+    inner = newline + "  "
+    out.append(opening)
+    is_object = isinstance(value, dict)
+    for number, item in enumerate(value.items() if is_object else value):
+        out.append(inner if number == 0 else "," + inner)
+        if is_object:
+            key, item = item
+            out.append(_key_text(key) + ": ")
+        _encode(item, inner, out)
+    out.append(newline + closing)
+
+
+_CONSTANTS = {None: "null", True: "true", False: "false"}
+
+
+def _key_text(key: Any) -> str:
+    if isinstance(key, str):
+        return encode_basestring(key)
+    if key is None or key is True or key is False:
+        return encode_basestring(_CONSTANTS[key])
+    if isinstance(key, int):
+        return encode_basestring(int.__repr__(key))
+    if isinstance(key, float):
+        return encode_basestring(_float_text(key))
+    raise TypeError(f"keys must be str, int, float, bool or None, not {type(key).__name__}")
+
+
+def _float_text(value: float) -> str:
+    if value != value:
+        return "NaN"
+    if value in (math.inf, -math.inf):
+        return "Infinity" if value > 0 else "-Infinity"
+    return float.__repr__(value)
 
 
 def write_json_atomic(path: Path, document: Any) -> None:
     """Write JSON to a temporary file beside `path` (mode 0600), then rename it into place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    prefix = f".{path.name}."
+    try:  # the folder is mostly there: no mkdir first
+        fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=path.parent)
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(json_text(document))
@@ -192,7 +265,7 @@ def write_result(
 ) -> dict[str, Any]:
     """Write result.json atomically; returns the (redacted) document written."""
     document = build_result(result, redactor, node_ids=node_ids)
-    write_json_atomic(path, document)
+    write_json_atomic(path, ValueStore(path.parent).stored(document))
     return document
 
 
@@ -217,8 +290,9 @@ class ResultSink:
         # A run session's recorder is shared (and fed by the session); otherwise keep our own.
         self._own = recorder is None
         self.recorder = recorder if recorder is not None else RunRecorder()
-        self.document: dict[str, Any] | None = None
+        self.document: dict[str, Any] | None = None  # whole: large texts in it, not references
         self.failure: str | None = None
+        self.values = ValueStore(self.path.parent)
 
     def __call__(self, event: Event) -> None:
         """Record the event; on `run.finished` write the file."""
@@ -228,7 +302,9 @@ class ResultSink:
             try:
                 result = self.recorder.result()
                 self.document = build_result(result, self.redactor, node_ids=self.node_ids)
-                write_json_atomic(self.path, self.document)
+                # The file refers to the texts the run stored once (run_values), the first
+                # record that held each one wrote it.
+                write_json_atomic(self.path, self.values.stored(self.document))
             except Exception as exc:
                 self.failure = write_failure(self.path, exc)
                 raise

@@ -24,6 +24,7 @@ from typer.testing import CliRunner
 
 from devall_cli import limits
 from devall_cli.cli.app import app
+from devall_cli.run_values import resolve
 from tests.cli.test_reliability_cli import (
     API_KEY,
     HOSTILE,
@@ -203,7 +204,7 @@ def test_a_huge_tool_result_is_kept_cut_with_a_marker(tmp_path: Path, source: st
             server.stop()
     assert code == 0, err
     (result,) = of_kind(Path("run"), "tool.result")
-    (block,) = result["blocks"]
+    (block,) = resolve(result, Path("run"))["blocks"]  # stored once in values/, referred to
     # A FastMCP server over HTTP also sends the value as structured content, `{"result": ...}`,
     # which is kept as a block of its own and counts in the result's characters.
     total = 3_000_000 + (len('{"result":""}') + 3_000_000 if source == "mcp_remote" else 0)

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from devall_cli.run_values import resolve
 from tests.helpers import events, invoke
 from tests.servers.fake_llm import FakeLLM
 from tests.servers.serve import SERVERS_DIR, ServerProcess, free_port
@@ -316,7 +317,8 @@ def test_an_oversized_result_is_capped_for_the_model_and_kept_whole_in_the_log(
     assert sent.endswith("\n…[truncated: 100000 of 300000 characters shown]")
     assert len(sent) < 100_100 and "<END>" not in sent
     (result,) = of_kind(Path("run"), "tool.result")
-    kept = result["blocks"][0]["text"]
+    # Over 64 KiB, the text is stored once in values/ and the event refers to it.
+    kept = resolve(result, Path("run"))["blocks"][0]["text"]
     assert len(kept) == 300_000 and kept.endswith("<END>")
     assert len(err) < 20_000  # the console shows a preview, not the whole text
 

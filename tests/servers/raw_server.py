@@ -38,11 +38,11 @@
 Tools: `tool_<i>` (one a page) answer `called tool_<i>`; `shaped` declares an output schema
 {"n": integer} and returns structured content as asked: `{"mode": "none" | "wrong" | "right"}`.
 
-Fixture tools, at a fraction of a FastMCP server's start-up cost: `echo {text}`, `add {a, b}`,
-`fail {message}` (a tool error), `sleep {seconds, tag}` (answered on a thread of its own, so calls
-overlap; reports progress when the call carries a progressToken and answers `<tag> peak=<most
-calls in flight so far>`), `track` (the same as `sleep`, by the name fixture_server.py gives it),
-`slow {seconds}` (the same, answering `slept <seconds>`), `peak`,
+Fixture tools, at a fraction of a FastMCP server's start-up cost: `echo {text}` (with `times`,
+repeated), `add {a, b}`, `fail {message}` (a tool error), `sleep {seconds, tag}` (answered on a
+thread of its own, so calls overlap; reports progress when the call carries a progressToken and
+answers `<tag> peak=<most calls in flight so far>`), `track` (the same as `sleep`, by the name
+fixture_server.py gives it), `slow {seconds}` (the same, answering `slept <seconds>`), `peak`,
 `stall {seconds}` (holds the whole server still), `env {name}`, `counter` (handshakes answered),
 `image` (a PNG), `structured` (structured content only), `pid` (the server's process id) and
 `die` (exits with status 7 in the middle of the call, without answering).
@@ -245,8 +245,8 @@ def sleep_result(params: dict[str, Any], *, progress: bool = True) -> dict[str, 
 
 def fixture_result(name: str, arguments: dict[str, Any], handshakes: int) -> dict[str, Any] | None:
     """The answer of a fixture tool, or None when `name` is none of them."""
-    if name == "echo":
-        return text(str(arguments.get("text", "")))
+    if name == "echo":  # with `times`, the text repeated (a large result from a small call)
+        return text(str(arguments.get("text", "")) * int(arguments.get("times", 1)))
     if name == "add":
         return text(str(int(arguments["a"]) + int(arguments["b"])))
     if name == "fail":

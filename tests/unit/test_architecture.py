@@ -108,6 +108,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "messages",
                 "node_paths",
                 "run_files",
+                "run_values",
                 "cassette",
             }
         ),

@@ -145,3 +145,17 @@ def test_the_tally_counts_each_tasks_latest_result() -> None:
     }
     assert tally.tokens() == {"prompt": 12, "completion": 0, "total": 12}
     assert [s["id"] for s in tally.slowest(2)] == ["b", "c"]
+
+
+def test_a_long_output_refers_to_its_run_directory_and_resume_reads_it_whole(
+    tmp_path: Path,
+) -> None:
+    long = "long output " * 10_000  # over run_values.LARGE_CHARS
+    log = ResultsLog(tmp_path / "results.jsonl")
+    log.append(TaskOutcome(id="t1", status="ok", output=long, run_dir="runs/t1"))
+    log.close()
+    line = json.loads((tmp_path / "results.jsonl").read_text(encoding="utf-8"))
+    ref = line["output"]
+    assert ref["$ref"].startswith("runs/t1/values/") and ref["chars"] == len(long)
+    assert (tmp_path / ref["$ref"]).read_text(encoding="utf-8") == long
+    assert read_results(tmp_path / "results.jsonl").outcomes["t1"].output == long

@@ -99,3 +99,15 @@ def test_an_errors_details_keep_their_last_lines_each_cut_short() -> None:
     kept = error_details(lines)
     assert len(kept) == 20 and kept[0] == "  | line 10 " and kept[-2] == "  | line 28 "
     assert len(kept[-1]) == 500 and kept[-1].endswith("…")
+
+
+def test_result_json_text_is_exactly_what_json_dumps_writes() -> None:
+    from devall_cli.trace.result import json_text
+
+    document = {
+        "a": [1, -2.5, 1e-07, float("inf"), None, True, False, "é\"\\\n\u2028"],
+        "b": {"nested": {}, "empty": [], 3: (1, 2), None: Path("p"), 1.5: {"x"}},
+        "c": [[], [{}], [[1]]],
+    }
+    expected = json.dumps(document, indent=2, ensure_ascii=False, default=str) + "\n"
+    assert json_text(document) == expected
