@@ -109,11 +109,12 @@ class RayCluster:
 def connect(
     address: str | None,
     *,
-    working_dir: Path,
+    working_dir: Path | None,
     num_cpus: int | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> RayCluster:
-    """Start a local cluster (`address` None) or join the one at `address`.
+    """Start a local cluster (`address` None) or join the one at `address`; `working_dir` is
+    shipped to the workers as their working directory (None: nothing is shipped).
 
     Blocking (Ray takes seconds to start). Raises what `ray.init` raises.
     """
@@ -139,11 +140,14 @@ def connect(
     _quiet_ray_loggers()
     if address is not None:
         reachable(address)
-        ray.init(address=address, runtime_env=ship(working_dir), **options)
+        if working_dir is not None:
+            options["runtime_env"] = ship(working_dir)
+        ray.init(address=address, **options)
         return RayCluster(address)
     before = _children(process_table())
     cluster = RayCluster(None, temp_dir=Path(tempfile.mkdtemp(prefix="devall-ray-", dir=_tmp())))
-    options["runtime_env"] = ship(working_dir, cluster.temp_dir)
+    if working_dir is not None:
+        options["runtime_env"] = ship(working_dir, cluster.temp_dir)
     try:
         ray.init(
             _node_ip_address=LOOPBACK,

@@ -17,7 +17,13 @@ from devall_cli.batch.ray_cluster import (
     reap,
     ship,
 )
-from devall_cli.batch.ray_worker import BatchWorker, WorkerSpec, read_tree, write_tree
+from devall_cli.batch.ray_worker import (
+    BatchWorker,
+    WorkerSpec,
+    disk_mark,
+    read_tree,
+    write_tree,
+)
 from tests.cli.batch_flows import fixture_tooling, scripted_workflow
 
 
@@ -218,3 +224,40 @@ def test_an_address_nobody_listens_on_is_refused_at_once() -> None:
     with pytest.raises(ConnectionError, match="not a HOST:PORT address"):
         reachable("nowhere")
     reachable("ray://127.0.0.1:1")  # client mode: left to Ray's own check
+
+
+async def test_a_worker_on_the_drivers_machine_streams_a_chunk_and_writes_runs_in_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # the worker moves to the driver's folder; undone after
+    scripted_workflow(tmp_path, "done: {input}")
+    batch_dir, elsewhere = tmp_path / "batch", tmp_path / "elsewhere"
+    batch_dir.mkdir()
+    elsewhere.mkdir()
+    spec = WorkerSpec(
+        workflow_path=str(tmp_path / "flow.yaml"),
+        workflow_name="flow.yaml",
+        per_worker=2,
+        batch_dir=str(batch_dir),
+        cwd=str(elsewhere),
+        mark=disk_mark(batch_dir),  # the driver's view of it: this very folder
+    )
+    worker = BatchWorker(spec)
+    try:
+        assert Path.cwd() == elsewhere  # the driver's working directory, as a local batch's
+        records = [{"id": f"t{n}", "task": f"task {n}", "vars": {}} for n in range(3)]
+        messages = [message async for message in worker.run_chunk(records)]
+        await worker.hold()
+        held = [message async for message in worker.run_chunk([{"id": "t9", "task": "x"}])]
+    finally:
+        await worker.close()
+    started = [task_id for message in messages for task_id in message["started"]]
+    done = [reply for message in messages for reply in message["done"]]
+    assert started == ["t0", "t1", "t2"] and messages[0]["started"] == ["t0", "t1"]
+    outputs = [reply["outcome"]["output"] for reply in done]
+    assert outputs == ["done: task 0", "done: task 1", "done: task 2"]
+    assert all(reply["written"] and "files" not in reply for reply in done)
+    for n in range(3):  # written where the batch keeps them, not sent back
+        result = json.loads((batch_dir / "runs" / f"t{n}" / "result.json").read_text())
+        assert result["status"] == "ok"
+    assert held == []  # held: the chunk's task never starts
