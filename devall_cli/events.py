@@ -374,6 +374,20 @@ class ToolsDeniedEvent(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class ToolsOversize(Event):
+    """A node visit sends its model more tools, or more bytes of tool definitions, than the
+    graph's `tool_warning` limits (0: not checked); once per visit, before its first request."""
+
+    kind: ClassVar[str] = "tools.oversize"
+    node: str
+    tools: int
+    schema_bytes: int
+    tool_limit: int
+    bytes_limit: int
+    hint: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
 class ToolApprovalEvent(Event):
     """The decision on a call the policy did not allow outright (verdict ask or refuse).
 

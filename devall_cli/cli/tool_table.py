@@ -12,13 +12,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rich import box
 from rich.console import Group, RenderableType
-from rich.padding import Padding
-from rich.table import Table
-from rich.text import Text
 
 from devall_cli.cli.common import shown
+from devall_cli.cli.plain_table import Column, table_of
+from devall_cli.text import visible
 from devall_cli.tools.catalog import ListedTool
 from devall_cli.tools.policy import Verdict
 
@@ -118,20 +116,16 @@ def _server_block(tools: list[ListedTool], redactor: Any, verdicts: Verdicts) ->
         *(["policy"] if verdicts else []),
         "parameters",
     ]
-    table = _table([*header, "description"], cells)
-    return Group(shown(" · ".join(heading)), Padding(table, (0, 0, 0, INDENT), expand=False))
+    columns = _columns([*header, "description"], cells)
+    rows = [[visible(cell) for cell in row] for row in cells]
+    return Group(shown(" · ".join(heading)), table_of(columns, rows, INDENT))
 
 
-def _table(header: list[str], cells: list[list[str]]) -> Table:
-    """A table of plain cells; every column but the last as narrow as its cells allow."""
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1))
+def _columns(header: list[str], cells: list[list[str]]) -> list[Column]:
+    """Every column but the last as narrow as its cells allow; the last takes what is left."""
     limits = [TOOL_WIDTH, *([TOOL_WIDTH] * (len(header) - 3)), PARAMETERS_WIDTH]
-    for index, title in enumerate(header):
-        if index == len(header) - 1:
-            table.add_column(Text(title), min_width=20, overflow="fold")
-            continue
+    columns = []
+    for index, title in enumerate(header[:-1]):
         longest = max([len(title), *(len(row[index]) for row in cells)])
-        table.add_column(Text(title), width=min(longest, limits[index]), overflow="fold")
-    for row in cells:
-        table.add_row(*(shown(cell) for cell in row))
-    return table
+        columns.append(Column(title, min(longest, limits[index])))
+    return [*columns, Column(header[-1], None, min_width=20)]

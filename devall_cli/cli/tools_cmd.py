@@ -25,6 +25,7 @@ from devall_cli.cli.common import (
     shown,
     stderr_console,
     stdout_console,
+    write_json_text,
     write_product,
 )
 from devall_cli.cli.completion import complete_node, complete_tool
@@ -99,6 +100,7 @@ def list_command(
     Under a tool policy, a policy column says what happens to each tool's calls (allow, ask,
     refuse), and denied tools are listed too, marked deny: models are not offered them.
     """
+    from devall_cli.cli.listing_json import masked_json
     from devall_cli.cli.tool_table import policy_of_rows, tools_table
     from devall_cli.tools.catalog import list_workflow_tools
     from devall_cli.tools.manager import ToolManager
@@ -128,29 +130,30 @@ def list_command(
     verdicts: dict[tuple[str, str], Any] = {}
     rows = run_async(go())
     if json_output:
-        print_json(
-            redactor.value(
-                [
-                    {
-                        "name": r.name,
-                        "original_name": r.original_name,
-                        "nodes": list(r.nodes),
-                        "source": r.source,
-                        "server": r.server,
-                        "description": r.description,
-                        "input_schema": dict(r.input_schema),
-                        "title": r.title,
-                        "annotations": dict(r.annotations) if r.annotations else None,
-                        "output_schema": dict(r.output_schema) if r.output_schema else None,
-                        "roots": list(r.roots),
-                        "_meta": dict(r.meta) if r.meta is not None else None,
-                        "execution": dict(r.execution) if r.execution is not None else None,
-                        **verdict_fields(r, verdicts),
-                    }
-                    for r in rows
-                ]
-            )
+        # Masked and written in one pass: a server may list thousands of tools.
+        document = masked_json(
+            [
+                {
+                    "name": r.name,
+                    "original_name": r.original_name,
+                    "nodes": list(r.nodes),
+                    "source": r.source,
+                    "server": r.server,
+                    "description": r.description,
+                    "input_schema": dict(r.input_schema),
+                    "title": r.title,
+                    "annotations": dict(r.annotations) if r.annotations else None,
+                    "output_schema": dict(r.output_schema) if r.output_schema else None,
+                    "roots": list(r.roots),
+                    "_meta": dict(r.meta) if r.meta is not None else None,
+                    "execution": dict(r.execution) if r.execution is not None else None,
+                    **verdict_fields(r, verdicts),
+                }
+                for r in rows
+            ],
+            redactor,
         )
+        write_json_text(document + "\n")
         return
     out = stdout_console()
     if rows:
@@ -271,7 +274,7 @@ def verdict_fields(row: Any, verdicts: Mapping[tuple[str, str], Any]) -> dict[st
     if not fields:
         return {"policy": {"decision": "allow", "layer": "default", "rule": None}}
     extra: dict[str, Any] = {"policy": fields[0]}
-    if any(item != fields[0] for item in fields):
+    if fields.count(fields[0]) != len(fields):  # the nodes' verdicts differ
         extra["policy_by_node"] = dict(zip(found, fields, strict=True))
     return extra
 

@@ -169,6 +169,8 @@ class GraphConfig:
     # The graph's `tool_policy` (a tools.policy.ToolPolicy; None: none). Typed loosely: the
     # config layer sits below the tool layer that defines it.
     tool_policy: Any = None
+    # The graph's `tool_warning` (a config.tool_warning.ToolWarningConfig; None: the defaults).
+    tool_warning: Any = None
 
     def node(self, node_id: str) -> NodeConfig:
         """The node with this id (KeyError if there is none)."""

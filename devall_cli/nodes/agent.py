@@ -22,6 +22,7 @@ from devall_cli.nodes.agent_sampling import NodeSampler
 from devall_cli.nodes.agent_settings import AgentConfig
 from devall_cli.nodes.agent_thinking import AgentThinking
 from devall_cli.nodes.base import NodeRun
+from devall_cli.nodes.surface_size import check_surface
 from devall_cli.providers.base import AssistantMessage, Provider
 from devall_cli.providers.media import store_media
 from devall_cli.skills.tools import SkillTools
@@ -63,6 +64,7 @@ async def run_agent(run: NodeRun) -> list[Message]:
     if config.skills is not None:
         skills = SkillTools(config.skills, specs, run.workflow_dir)
         specs = [*specs, *skills.specs()]
+    check_surface(run, specs)  # a warning before the visit's first request, if it is too big
     messages = conversation(config, run.inputs, skills=skills.prompt() if skills else None)
     memory = AgentMemory.of(config, run)
     thinking = AgentThinking.of(config, run, memory)

@@ -78,19 +78,24 @@ async def list_workflow_tools(
     nodes = tool_nodes(manager.workflow, node, scope)
     await manager.start(nodes)
     rows: dict[tuple[str, str, str], ListedTool] = {}
+    roots: dict[str, tuple[str, ...]] = {}  # per source: looked for once, not once a tool
     for node_id in nodes:
         for spec in await manager.specs_for(node_id):
             key = (spec.name, spec.source_id, spec.original_name)
             row = rows.get(key)
             if row is None:
-                rows[key] = _listed(manager, spec, node_id)
+                rows[key] = _listed(manager, spec, node_id, roots)
             else:
                 rows[key] = ListedTool(**{**row.__dict__, "nodes": (*row.nodes, node_id)})
     return list(rows.values())
 
 
-def _listed(manager: ToolManager, spec: ToolSpec, node_id: str) -> ListedTool:
+def _listed(
+    manager: ToolManager, spec: ToolSpec, node_id: str, roots: dict[str, tuple[str, ...]]
+) -> ListedTool:
     plan = manager.plan.source(spec.source_id)
+    if plan.id not in roots:
+        roots[plan.id] = offered_roots(plan)
     from_server = spec.source != "function"  # a function's `_meta` is devall's own bookkeeping
     return ListedTool(
         spec.name,
@@ -103,7 +108,7 @@ def _listed(manager: ToolManager, spec: ToolSpec, node_id: str) -> ListedTool:
         spec.title,
         spec.annotations,
         spec.output_schema,
-        offered_roots(plan),
+        roots[plan.id],
         server_id=plan.id,
         meta=dict(spec.meta) if spec.meta and from_server else None,
         execution={"taskSupport": spec.task_support} if spec.task_support else None,

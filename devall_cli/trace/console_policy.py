@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from devall_cli.events import ToolApprovalEvent, ToolsDeniedEvent
+from devall_cli.events import ToolApprovalEvent, ToolsDeniedEvent, ToolsOversize
 from devall_cli.trace.policy_text import (
     approval_text,
     denied_text,
+    oversize_text,
     sandbox_inactive,
     sandbox_text,
 )
@@ -31,6 +32,9 @@ class PolicyTrace:
             f"{denied_text(event.tools)}",
             "dim",
         )
+
+    def _on_tools_oversize(self, event: ToolsOversize) -> None:
+        self._print(oversize_text(event), "yellow")
 
     def _on_tool_approval(self, event: ToolApprovalEvent) -> None:
         mark, style = ("✓", "green") if event.approved else ("✗", "yellow")

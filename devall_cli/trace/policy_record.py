@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from devall_cli.events import ToolApprovalEvent, ToolResultEvent, ToolsDeniedEvent
+from devall_cli.events import ToolApprovalEvent, ToolResultEvent, ToolsDeniedEvent, ToolsOversize
 from devall_cli.trace.policy_text import REFUSED_BY_POLICY, denied_items
 
 
@@ -31,10 +31,27 @@ class PolicyRecording:
         self._denied: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}
         self._approvals: list[dict[str, Any]] = []
         self._refused = 0
+        self._warnings: list[dict[str, Any]] = []  # result.json's `warnings`
 
     def _policy_record(self) -> PolicyRecord:
         denied = {node: tuple(items.values()) for node, items in self._denied.items()}
         return PolicyRecord(denied, tuple(self._approvals), self._refused)
+
+    def _warnings_record(self) -> tuple[dict[str, Any], ...]:
+        return tuple(self._warnings)
+
+    def _on_tools_oversize(self, event: ToolsOversize) -> None:
+        self._warnings.append(
+            {
+                "kind": "tools_oversize",
+                "node": event.node,
+                "tools": event.tools,
+                "schema_bytes": event.schema_bytes,
+                "tool_limit": event.tool_limit,
+                "bytes_limit": event.bytes_limit,
+                "hint": event.hint,
+            }
+        )
 
     def _count_refused(self, event: ToolResultEvent) -> None:
         self._refused += int(event.error_class == REFUSED_BY_POLICY)

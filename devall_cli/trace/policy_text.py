@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from devall_cli.events import ToolsOversize
+
 # The error class the tool layer gives the result of a call the policy refused (the same text
 # as tools.policy.REFUSED_BY_POLICY: renderers sit below the tool layer and cannot import it).
 REFUSED_BY_POLICY = "refused_by_policy"
@@ -84,3 +86,26 @@ def denied_items(value: Any) -> list[dict[str, Any]]:
         for item in items
         if isinstance(item, Mapping)
     ]
+
+
+def oversize_text(event: ToolsOversize) -> str:
+    """The console line of a `tools.oversize` event."""
+    passed = []
+    if event.tool_limit and event.tools > event.tool_limit:
+        passed.append(f"{event.tool_limit} tools")
+    if event.bytes_limit and event.schema_bytes > event.bytes_limit:
+        passed.append(size_text(event.bytes_limit))
+    return (
+        f"! {event.node}: the model is sent {event.tools} tools "
+        f"({size_text(event.schema_bytes)} of definitions), over graph.tool_warning "
+        f"({' and '.join(passed)}); hint: {event.hint}"
+    )
+
+
+def size_text(size: int) -> str:
+    """`900 bytes`, `256 KiB`, `1.4 MiB`."""
+    if size < 1024:
+        return f"{size} bytes"
+    if size < 1024 * 1024:
+        return f"{size / 1024:.0f} KiB"
+    return f"{size / (1024 * 1024):.1f} MiB"

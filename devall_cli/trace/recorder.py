@@ -160,6 +160,7 @@ class RunResult:
     policy: PolicyRecord = field(default_factory=PolicyRecord)
     models: tuple[tuple[str, CostTotals], ...] = ()  # (model name, its calls), first call first
     budget: Mapping[str, Any] | None = None  # the budget that stopped the run, if one did
+    warnings: tuple[dict[str, Any], ...] = ()  # {kind: tools_oversize, node, ...}
 
     @property
     def node_outputs(self) -> dict[str, str]:
@@ -235,6 +236,7 @@ class RunRecorder(PolicyRecording, CostRecording):
             code_runs=tuple(self._code_runs),
             memory=tuple(self._memory.values()),
             policy=self._policy_record(),
+            warnings=self._warnings_record(),
             models=self._cost_models(),
         )
 

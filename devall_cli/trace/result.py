@@ -167,6 +167,8 @@ def build_result(
         document["budget"] = dict(result.budget)
     if not result.policy.empty:  # only when the policy hid a tool or decided a call
         document["policy"] = _policy(result.policy)
+    if result.warnings:  # a node sent its model more tools than graph.tool_warning allows
+        document["warnings"] = [dict(warning) for warning in result.warnings]
     if unmasked_json(redactor, document) is not None:
         return document  # nothing to mask: the copy masking makes would be the same document
     redacted: dict[str, Any] = redactor.value(document)

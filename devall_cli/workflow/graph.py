@@ -25,6 +25,7 @@ from devall_cli.config.schema import (
     opt_bool,
     opt_str,
 )
+from devall_cli.config.tool_warning import parse_tool_warning
 from devall_cli.config.yaml_source import KeyPath, format_path
 from devall_cli.edges import CONDITION_TYPES, PROCESSOR_TYPES
 from devall_cli.kinds import Registry
@@ -48,6 +49,7 @@ GRAPH_KEYS = KeySpec(
             "is_majority_voting",
             "memory",
             "tool_policy",
+            "tool_warning",
         }
     ),
     ignored=frozenset(
@@ -127,6 +129,7 @@ def _parse_graph(
     voting = opt_bool(ck, graph, "is_majority_voting", path, False)
     memory = parse_memory_list(ck, graph.get("memory"), (*path, "memory"))
     tool_policy = parse_tool_policy(ck, graph.get("tool_policy"), (*path, "tool_policy"))
+    tool_warning = parse_tool_warning(ck, graph.get("tool_warning"), (*path, "tool_warning"))
     nodes, ids, parsed = _nodes(ck, graph, path)
     check_memory_refs(ck, _memory_refs(parsed), declared_names(graph.get("memory")))
     start = _node_list(ck, graph, "start", path, ids, required=start_required)
@@ -153,6 +156,7 @@ def _parse_graph(
         path=format_path(path),
         memory=memory,
         tool_policy=tool_policy,
+        tool_warning=tool_warning,
     )
     if ck.error_count == errors_before:  # server ids are only sure for a graph without errors
         check_server_rules(ck, parsed_graph)

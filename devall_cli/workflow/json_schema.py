@@ -65,6 +65,7 @@ def _config_of(*, strict: bool) -> Any:
 
 
 def _graph() -> Schema:
+    from devall_cli.config.tool_warning import warning_shape
     from devall_cli.memory.base import MEMORY_STORES
     from devall_cli.memory.config import STORE_KEYS
     from devall_cli.tools.policy_config import policy_shape
@@ -80,6 +81,7 @@ def _graph() -> Schema:
         "vars": {"type": ["object", "null"]},
         "memory": array_of(stores),
         "tool_policy": policy_shape(),
+        "tool_warning": warning_shape(),
     }
     return keys_object(GRAPH_KEYS, strict=False, shapes=shapes)
 
