@@ -10,7 +10,6 @@ under 1 s at 2,000 nodes.
 
 from __future__ import annotations
 
-import json
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -32,18 +31,16 @@ TARGET_S = 1.0
 
 
 def chain_workflow(directory: Path, count: int) -> Path:
-    """A chain of `count` nodes: a literal, then passthroughs (JSON is YAML)."""
-    nodes: list[dict[str, object]] = [
-        {"id": "n0", "type": "literal", "config": {"content": "hello"}}
-    ]
-    nodes += [{"id": f"n{i}", "type": "passthrough", "config": {}} for i in range(1, count)]
-    edges = [{"from": f"n{i}", "to": f"n{i + 1}"} for i in range(count - 1)]
-    document = {
-        "version": "0.4.0",
-        "graph": {"id": f"chain-{count}", "start": ["n0"], "nodes": nodes, "edges": edges},
-    }
+    """A chain of `count` nodes: a literal, then passthroughs, written as block YAML."""
+    lines = ["version: 0.4.0", "graph:", f"  id: chain-{count}", "  start: [n0]", "  nodes:"]
+    lines += ["    - id: n0", "      type: literal", "      config:", "        content: hello"]
+    for i in range(1, count):
+        lines += [f"    - id: n{i}", "      type: passthrough", "      config: {}"]
+    lines.append("  edges:")
+    for i in range(count - 1):
+        lines += [f"    - from: n{i}", f"      to: n{i + 1}"]
     path = directory / f"chain-{count}.yaml"
-    path.write_text(json.dumps(document), encoding="utf-8")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 
 
@@ -62,6 +59,7 @@ def _timer(argv: list[str], cwd: Path) -> Callable[[], float]:
 def make_run(workflow: Path, out: Path) -> None:
     """One `devall run` of the workflow into `out` (not timed)."""
     argv = [venv_command("devall"), "run", str(workflow), "--task", "go", "--out", str(out), "-q"]
+    argv += ["--max-steps", "100000"]  # one visit per node: more than the default 1,000
     done = subprocess.run(argv, env=bench_env(), capture_output=True, text=True, timeout=600)
     if done.returncode != 0:
         tail = done.stderr[-1000:]
