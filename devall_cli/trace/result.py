@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import math
 import os
 import tempfile
 from collections.abc import Sequence
 from dataclasses import asdict
 from datetime import UTC, datetime
-from json.encoder import encode_basestring
 from pathlib import Path
 from typing import Any
 
 from devall_cli.events import Event, RunFinishedEvent
+from devall_cli.json_indent import indented_json
 from devall_cli.node_paths import declared_path
 from devall_cli.redaction import Redactor
 from devall_cli.run_files import write_failure
@@ -179,70 +178,10 @@ def json_text(document: Any) -> str:
     """The text of result.json (and of `run --json`) for a document.
 
     Exactly `json.dumps(document, indent=2, ensure_ascii=False, default=str)`, made without
-    json's pure-Python indenting encoder, which costs several times more (once per task of a
-    batch).
+    json's pure-Python indenting encoder (json_indent.py; once per task of a batch).
     """
-    parts: list[str] = []
-    _encode(document, "\n", parts)
     # clean_text: a lone surrogate that slipped past the boundaries must not lose the file.
-    return clean_text("".join(parts)) + "\n"
-
-
-def _encode(value: Any, newline: str, out: list[str]) -> None:
-    """`value` as json.dumps(indent=2) writes it at the indentation `newline` ends with."""
-    if isinstance(value, str):
-        out.append(encode_basestring(value))
-    elif value is None or value is True or value is False:
-        out.append(_CONSTANTS[value])
-    elif isinstance(value, int):
-        out.append(int.__repr__(value))
-    elif isinstance(value, float):
-        out.append(_float_text(value))
-    elif isinstance(value, list | tuple):
-        _encode_items(value, "[", "]", newline, out)
-    elif isinstance(value, dict):
-        _encode_items(value, "{", "}", newline, out)
-    else:
-        out.append(encode_basestring(str(value)))  # default=str
-
-
-def _encode_items(value: Any, opening: str, closing: str, newline: str, out: list[str]) -> None:
-    if not value:
-        out.append(opening + closing)
-        return
-    inner = newline + "  "
-    out.append(opening)
-    is_object = isinstance(value, dict)
-    for number, item in enumerate(value.items() if is_object else value):
-        out.append(inner if number == 0 else "," + inner)
-        if is_object:
-            key, item = item
-            out.append(_key_text(key) + ": ")
-        _encode(item, inner, out)
-    out.append(newline + closing)
-
-
-_CONSTANTS = {None: "null", True: "true", False: "false"}
-
-
-def _key_text(key: Any) -> str:
-    if isinstance(key, str):
-        return encode_basestring(key)
-    if key is None or key is True or key is False:
-        return encode_basestring(_CONSTANTS[key])
-    if isinstance(key, int):
-        return encode_basestring(int.__repr__(key))
-    if isinstance(key, float):
-        return encode_basestring(_float_text(key))
-    raise TypeError(f"keys must be str, int, float, bool or None, not {type(key).__name__}")
-
-
-def _float_text(value: float) -> str:
-    if value != value:
-        return "NaN"
-    if value in (math.inf, -math.inf):
-        return "Infinity" if value > 0 else "-Infinity"
-    return float.__repr__(value)
+    return clean_text(indented_json(document)) + "\n"
 
 
 def write_json_atomic(path: Path, document: Any) -> None:

@@ -109,6 +109,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "node_paths",
                 "run_files",
                 "run_values",
+                "json_indent",
                 "cassette",
             }
         ),
