@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import json
 import sys
-import textwrap
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
 
+from tests.cli.mcp_targets import raw_tools_workflow
 from tests.helpers import cli
 from tests.servers.serve import SERVERS_DIR
-
-RAW = SERVERS_DIR / "raw_server.py"
 
 
 def schema(*required: str, **properties: Any) -> dict[str, Any]:
@@ -69,26 +67,7 @@ def changed(*, breaking: bool = True) -> list[dict[str, Any]]:
 
 def setup(tmp_path: Path) -> Path:
     """wf.yaml with one local server listing tools.json (TOOLS), and its lockfile written."""
-    (tmp_path / "tools.json").write_text(json.dumps(TOOLS))
-    text = f"""
-    graph:
-      start: [a]
-      nodes:
-        - id: a
-          type: agent
-          config:
-            provider: scripted
-            script: [{{content: done}}]
-            tooling:
-              - type: mcp_local
-                prefix: notes
-                config:
-                  command: "{sys.executable}"
-                  args: ["{RAW}", --tools-file, "{tmp_path / "tools.json"}"]
-                  wait_for_log: raw server ready
-    """
-    workflow = tmp_path / "wf.yaml"
-    workflow.write_text(textwrap.dedent(text))
+    workflow = raw_tools_workflow(tmp_path, TOOLS)
     done = cli("tools", "lock", str(workflow))
     assert done.returncode == 0, done.stderr
     return workflow

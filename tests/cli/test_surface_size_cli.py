@@ -4,45 +4,21 @@ against a real local server listing the tools of a file (raw_server.py --tools-f
 from __future__ import annotations
 
 import json
-import sys
-import textwrap
 from pathlib import Path
 
 from devall_cli.config.tool_warning import ToolWarningConfig
 from devall_cli.nodes.surface_size import oversize, schema_bytes
 from devall_cli.tools.base import ToolSpec
+from tests.cli.mcp_targets import raw_tools_workflow
 from tests.helpers import cli, events
-from tests.servers.serve import SERVERS_DIR
 
-RAW = SERVERS_DIR / "raw_server.py"
 SCHEMA = {"type": "object", "properties": {"query": {"type": "string"}}}
 TOOLS = [{"name": f"find_{i}", "description": "Find.", "inputSchema": SCHEMA} for i in range(4)]
 
 
 def setup(tmp_path: Path, limits: str) -> Path:
     """wf.yaml: node `a` sees the 4 tools of one local server, under `tool_warning: limits`."""
-    (tmp_path / "tools.json").write_text(json.dumps(TOOLS))
-    text = f"""
-    graph:
-      tool_warning: {limits}
-      start: [a]
-      nodes:
-        - id: a
-          type: agent
-          config:
-            provider: scripted
-            script: [{{content: done}}]
-            tooling:
-              - type: mcp_local
-                prefix: notes
-                config:
-                  command: "{sys.executable}"
-                  args: ["{RAW}", --tools-file, "{tmp_path / "tools.json"}"]
-                  wait_for_log: raw server ready
-    """
-    workflow = tmp_path / "wf.yaml"
-    workflow.write_text(textwrap.dedent(text))
-    return workflow
+    return raw_tools_workflow(tmp_path, TOOLS, f"tool_warning: {limits}")
 
 
 def test_a_node_over_the_tool_limit_is_warned_about_in_the_trace_and_result(
