@@ -49,7 +49,7 @@ _URL_USERINFO = re.compile(
 _URL_QUERY = re.compile(
     r"(?P<head>[?&;](?P<name>[A-Za-z0-9_.~%-]+)=)(?P<value>[^&#;\s\"'<>()\[\]]+)"
 )
-_AUTH_SCHEME = re.compile(r"^(?:Bearer|Basic|Token|Bot)\s+(?P<credential>\S+)$", re.IGNORECASE)
+_AUTH_SCHEME = re.compile(r"^(?:Bearer|Basic|Token|Bot|DPoP)\s+(?P<credential>\S+)$", re.IGNORECASE)
 
 
 @functools.lru_cache(maxsize=4096)

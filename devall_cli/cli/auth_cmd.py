@@ -184,6 +184,7 @@ def list_command(json_output: JsonOption = False) -> None:
             "scopes": login.scopes,
             "expires_at": login.expires_at,
             "refreshable": login.refreshable,
+            "dpop": login.dpop,
         }
         for login in logins
     ]
@@ -195,7 +196,7 @@ def list_command(json_output: JsonOption = False) -> None:
         return
     from rich.table import Table
 
-    table = Table("server", "grant", "client", "scopes", "expires", "refresh")
+    table = Table("server", "grant", "client", "scopes", "expires", "refresh", "DPoP")
     for row in rows:
         table.add_row(
             shown(row["server"]),
@@ -204,6 +205,7 @@ def list_command(json_output: JsonOption = False) -> None:
             shown(str(row["scopes"] or "")),
             shown(_expiry(row["expires_at"])),
             "yes" if row["refreshable"] else "no",
+            "yes" if row["dpop"] else "no",
         )
     stdout_console().print(table)
 

@@ -4,7 +4,8 @@
       <sha256 of server, grant, client>.json     (0600, in a 0700 directory)
         {"version": 1, "server": URL, "grant": ..., "client_id": ... (as configured),
          "client": {registered client information}, "tokens": {...}, "expires_at": epoch seconds,
-         "resource_metadata": {...}, "server_metadata": {...}, "updated_at": epoch seconds}
+         "resource_metadata": {...}, "server_metadata": {...}, "updated_at": epoch seconds,
+         "dpop_key": PEM of the key a DPoP-bound token is bound to, "dpop_bound": true}
 
 Files are replaced whole (a temporary file created 0600, then renamed), so a crash never leaves
 half a file and no other user can ever read a token. The authorization server's metadata is
@@ -50,6 +51,7 @@ class CachedLogin:
     expires_at: float | None
     refreshable: bool
     updated_at: float | None
+    dpop: bool = False  # the token is DPoP-bound (oauth_dpop.py)
 
 
 class TokenCache:
@@ -83,6 +85,7 @@ class TokenCache:
                     expires_at=_number(data.get("expires_at")),
                     refreshable=bool(tokens.get("refresh_token")),
                     updated_at=_number(data.get("updated_at")),
+                    dpop=data.get("dpop_bound") is True,
                 )
             )
         return sorted(found, key=lambda login: login.updated_at or 0)

@@ -11,6 +11,9 @@ checked strictly, RFC 8414 §3.3) → registration (pre-registered, CIMD or dyna
   right token endpoint, and tokens treated as expired a little early;
 - the loopback redirect (oauth_redirect.py) and its browser, `none` and fetch modes;
 - at most MAX_AUTHORIZATIONS authorizations in a row without a request getting through;
+- DPoP-bound tokens (oauth_dpop.py): a proof on token requests and on every request, nonces;
+- the jwt_bearer and identity_assertion grants (oauth_grants.py): a presented workload token, or
+  an ID token exchanged at the identity provider for an ID-JAG, then presented;
 - notices for the user, and every token handed to the redactor.
 """
 
@@ -24,7 +27,7 @@ from collections.abc import AsyncGenerator, Callable
 from contextlib import AbstractContextManager
 from dataclasses import fields
 from typing import Any, TypeVar
-from urllib.parse import quote, urlsplit
+from urllib.parse import parse_qsl, quote, urlsplit
 
 import httpx2
 import jwt
@@ -45,6 +48,8 @@ from devall_cli.errors import AuthError
 from devall_cli.tools.base import AuthNotice
 from devall_cli.tools.kinds.oauth_settings import OAuthConfig, signing_algorithm
 from devall_cli.tools.oauth_cache import CacheEntry, TokenCache, cache_root
+from devall_cli.tools.oauth_dpop import Dpop, htu
+from devall_cli.tools.oauth_grants import AssertionGrant, registered_grant_type
 from devall_cli.tools.oauth_redirect import (
     LoopbackRedirect,
     RedirectSettings,
@@ -116,7 +121,11 @@ class DevallOAuth(OAuthClientProvider):
         metadata = OAuthClientMetadata(
             client_name=CLIENT_NAME,
             redirect_uris=[AnyUrl(redirect.uri)] if code_grant and redirect else None,
-            grant_types=["authorization_code", "refresh_token"] if code_grant else [config.grant],
+            grant_types=(
+                ["authorization_code", "refresh_token"]
+                if code_grant
+                else [registered_grant_type(config.grant)]
+            ),
             token_endpoint_auth_method=_registered_method(config),
             scope=" ".join(config.scopes) or None,
         )
@@ -141,6 +150,9 @@ class DevallOAuth(OAuthClientProvider):
         self._in_a_row = 0
         self._step_up = False
         self._algorithm = signing_algorithm(config.private_key) if config.private_key else None
+        self.dpop = Dpop(entry, config.dpop, reveal)
+        assertion = config.assertion
+        self._grant = AssertionGrant(config.grant, assertion, reveal) if assertion else None
 
     # --- the flow ------------------------------------------------------------------------------
 
@@ -154,11 +166,22 @@ class DevallOAuth(OAuthClientProvider):
             while True:
                 if outgoing is not request:
                     outgoing = self._registration(outgoing)
+                self._prove(outgoing, request, retry=False)
                 response = yield outgoing
+                if outgoing is not request:  # discovery, registration, token: read, bounded
+                    response = await bounded_response(response)
+                if self.dpop.heard(response, resource=outgoing is request):
+                    outgoing = self._prove(outgoing, request, retry=True)  # once, with the nonce
+                    response = yield outgoing
+                    if outgoing is not request:
+                        response = await bounded_response(response)
+                    self.dpop.heard(response, resource=outgoing is request)
+                following = self._grant.follow_up(outgoing, response) if self._grant else None
+                if following is not None:  # the IdP answered: the token request comes next
+                    outgoing = following
+                    continue
                 if outgoing is request:
                     self._answered(response)
-                else:  # discovery, registration, token: read here, within a bound
-                    response = await bounded_response(response)
                 outgoing = await flow.asend(response)
         except StopAsyncIteration:
             return
@@ -166,6 +189,41 @@ class DevallOAuth(OAuthClientProvider):
             raise AuthError(f"authorization failed: {exc}") from exc
         finally:
             await flow.aclose()
+
+    def _prove(
+        self, outgoing: httpx2.Request, request: httpx2.Request, *, retry: bool
+    ) -> httpx2.Request:
+        """The DPoP proof of a token request, or a fresh one for a request sent again."""
+        if outgoing is request:
+            if retry and self.context.is_token_valid():
+                self._add_auth_header(request)
+            return request
+        is_token = outgoing.method == "POST" and htu(str(outgoing.url)) == htu(
+            self._get_token_endpoint()
+        )
+        if not is_token or not self.dpop.wanted():
+            return outgoing
+        if retry:
+            outgoing = self._renewed(outgoing)
+        self.dpop.sign(outgoing)
+        return outgoing
+
+    def _renewed(self, outgoing: httpx2.Request) -> httpx2.Request:
+        """A token request to send again, with a new client assertion (a jti is used once)."""
+        form = dict(parse_qsl(outgoing.content.decode()))
+        if "client_assertion" not in form:
+            return outgoing
+        form["client_assertion"] = self.assertion()
+        headers = {k: v for k, v in outgoing.headers.items() if k.lower() != "content-length"}
+        return httpx2.Request(outgoing.method, outgoing.url, data=form, headers=headers)
+
+    def _add_auth_header(self, request: httpx2.Request) -> None:
+        """A bound token goes with the DPoP scheme and a fresh proof, any other as Bearer."""
+        tokens = self.context.current_tokens
+        if self.dpop.bound and tokens is not None and tokens.access_token:
+            self.dpop.present(request, tokens.access_token)
+        else:
+            super()._add_auth_header(request)
 
     def _answered(self, response: httpx2.Response) -> None:
         if response.status_code < 400:
@@ -200,6 +258,9 @@ class DevallOAuth(OAuthClientProvider):
         self._apply_configured_scopes()
         if self.config.grant == "client_credentials":
             return self._client_credentials_request()
+        if self._grant is not None:
+            endpoint, scope = self._get_token_endpoint(), self.context.client_metadata.scope
+            return self._grant.first_request(self.context, endpoint, self._issuer(), scope)
         if self.redirect is None or (not self.interactive and self.redirect.settings.needs_person):
             raise AuthError(
                 "needs a sign-in in the browser first: run `devall auth login WORKFLOW` (or "
@@ -222,6 +283,13 @@ class DevallOAuth(OAuthClientProvider):
             union_scopes(configured, challenged) if self._step_up else configured
         )
 
+    def _issuer(self) -> str:
+        """The authorization server's issuer, the audience of an ID-JAG (a root issuer is written
+        without the slash the URL parser adds, as RFC 8414 writes issuers)."""
+        metadata = self.context.oauth_metadata
+        issuer = str(metadata.issuer) if metadata else self.context.auth_server_url or ""
+        return issuer.rstrip("/") if urlsplit(issuer).path == "/" else issuer
+
     def _client_credentials_request(self) -> httpx2.Request:
         data: dict[str, str] = {"grant_type": "client_credentials"}
         headers = {"Content-Type": "application/x-www-form-urlencoded"}
@@ -233,6 +301,7 @@ class DevallOAuth(OAuthClientProvider):
         return httpx2.Request("POST", self._get_token_endpoint(), data=data, headers=headers)
 
     async def _handle_token_response(self, response: httpx2.Response) -> None:
+        self.dpop.accept(response)
         try:
             await super()._handle_token_response(response)
         except OAuthFlowError:
@@ -243,9 +312,11 @@ class DevallOAuth(OAuthClientProvider):
         token = self.context.current_tokens
         scopes = f" (scopes: {token.scope})" if token and token.scope else ""
         grant = self.config.grant.replace("_", " ")
-        self._notify(AuthNotice("authorized", f"authorized with the {grant} grant{scopes}"))
+        bound = "; the token is DPoP-bound" if self.dpop.bound else ""
+        self._notify(AuthNotice("authorized", f"authorized with the {grant} grant{scopes}{bound}"))
 
     async def _handle_refresh_response(self, response: httpx2.Response) -> bool:
+        self.dpop.accept(response)
         refreshed = await super()._handle_refresh_response(response)
         if refreshed:
             self._tokens_saved()
@@ -260,6 +331,7 @@ class DevallOAuth(OAuthClientProvider):
         """Cached tokens, client and metadata; a pre-registered client replaces a cached one."""
         await super()._initialize()
         data = self.entry.load()
+        self.dpop.load(data)
         if self._fixed_client is not None:
             self.context.client_info = self._fixed_client
         else:

@@ -2,7 +2,7 @@
 
     auth:
       type: oauth                        # required
-      grant: authorization_code          # or client_credentials
+      grant: authorization_code          # or client_credentials, jwt_bearer, identity_assertion
       client_id: ${ID}                   # a pre-registered client (else CIMD or registration)
       client_secret: ${SECRET}
       client_metadata_url: https://example.com/client.json
@@ -10,6 +10,8 @@
       token_endpoint_auth_method: client_secret_basic   # else chosen from the server's list
       scopes: [files:read]
       redirect_port: 33418               # the loopback redirect's port (else a free one)
+      dpop: auto                         # DPoP-bound tokens (RFC 9449): true, false or auto
+      assertion: ${JWT}                  # jwt_bearer and identity_assertion keys: oauth_grants.py
 
 Secrets (`client_secret`, the private key) are declared to the redactor. The private key is
 read and checked here, so `devall validate` reports an unusable key; cryptography is imported
@@ -28,6 +30,7 @@ from devall_cli.config.placeholders import UNRESOLVED
 from devall_cli.config.schema import (
     Checker,
     KeySpec,
+    as_bool,
     check_keys,
     describe,
     get_mapping,
@@ -35,9 +38,10 @@ from devall_cli.config.schema import (
     opt_str,
 )
 from devall_cli.config.yaml_source import KeyPath
+from devall_cli.tools.oauth_grants import ASSERTION_GRANTS, GRANT_KEYS, GrantSettings, parse_grant
 
 AUTH_TYPES = ("oauth",)
-GRANTS = ("authorization_code", "client_credentials")
+GRANTS = ("authorization_code", "client_credentials", *ASSERTION_GRANTS)
 AUTH_METHODS = ("client_secret_basic", "client_secret_post", "none", "private_key_jwt")
 _KEYS = KeySpec(
     known=frozenset(
@@ -51,8 +55,10 @@ _KEYS = KeySpec(
             "token_endpoint_auth_method",
             "scopes",
             "redirect_port",
+            "dpop",
         }
     )
+    | GRANT_KEYS
 )
 
 
@@ -68,6 +74,8 @@ class OAuthConfig:
     token_endpoint_auth_method: str | None = None  # None: chosen from the server's metadata
     scopes: tuple[str, ...] = ()
     redirect_port: int | None = None
+    dpop: bool | None = None  # None (auto): when the authorization server offers it
+    assertion: GrantSettings | None = None  # the token of jwt_bearer and identity_assertion
 
     def identity(self) -> tuple[Any, ...]:
         """What makes two auth settings different sessions."""
@@ -80,12 +88,16 @@ class OAuthConfig:
             self.token_endpoint_auth_method,
             self.scopes,
             self.redirect_port,
+            self.dpop,
+            self.assertion,
         )
 
     def cache_key(self, server: str) -> str:
         """Which cached tokens these settings use: the server, the grant and the client."""
         client = self.client_id or self.client_metadata_url or ""
-        return "\n".join((server, self.grant, client))
+        parts = (server, self.grant, client)
+        # An assertion grant's tokens belong to the identity its token names, not to the client.
+        return "\n".join((*parts, self.assertion.subject) if self.assertion else parts)
 
 
 def parse_auth(ck: Checker, raw: Any, path: KeyPath) -> OAuthConfig | None:
@@ -114,6 +126,8 @@ def parse_auth(ck: Checker, raw: Any, path: KeyPath) -> OAuthConfig | None:
         token_endpoint_auth_method=method,
         scopes=_scopes(ck, config, path),
         redirect_port=_port(ck, config, path),
+        dpop=_dpop(ck, config, path),
+        assertion=parse_grant(ck, config, path, grant),
     )
     _check_combination(ck, config, settings, path)
     return settings if ck.error_count == errors_before and kind is not None else None
@@ -168,6 +182,18 @@ def _port(ck: Checker, config: dict[str, Any], path: KeyPath) -> int | None:
         ck.error((*path, "redirect_port"), f"redirect_port must be at most 65535, got {port}")
         return None
     return port or None
+
+
+def _dpop(ck: Checker, config: dict[str, Any], path: KeyPath) -> bool | None:
+    value = config.get("dpop")
+    if value is None or value is UNRESOLVED:
+        return None
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return None
+    parsed = as_bool(value)
+    if parsed is None:
+        ck.error((*path, "dpop"), f"dpop must be true, false or auto, got {describe(value)}")
+    return parsed
 
 
 def _private_key(ck: Checker, config: dict[str, Any], path: KeyPath) -> str | None:
@@ -234,6 +260,9 @@ def _check_combination(
         where = (*path, "grant") if "grant" in config else path
         message = "grant client_credentials needs client_id with client_secret or private_key"
         ck.error(where, message)
+    if settings.grant in ASSERTION_GRANTS and not settings.client_id and "client_id" not in config:
+        where = (*path, "grant") if "grant" in config else path
+        ck.error(where, f"grant {settings.grant} needs client_id (the client registered for it)")
     _check_method(ck, settings, path)
 
 

@@ -70,6 +70,7 @@ def test_every_key(tmp_path: Path) -> None:
         "token_endpoint_auth_method": "client_secret_post",
         "scopes": ["files:read", "files:write tools"],
         "redirect_port": 33418,
+        "dpop": False,
     }
     environ = {"ID": "ci-client", "SECRET": "very-secret-value-1"}
     flow = load_workflow(write(tmp_path, auth), environ=environ)
@@ -81,6 +82,7 @@ def test_every_key(tmp_path: Path) -> None:
     assert remote.auth.scopes == ("files:read", "files:write", "tools")
     assert remote.auth.redirect_port == 33418
     assert remote.auth.token_endpoint_auth_method == "client_secret_post"
+    assert remote.auth.dpop is False
     # The secret is masked everywhere devall prints.
     assert "very-secret-value-1" not in flow.redactor.text("x very-secret-value-1 y")
 
@@ -126,6 +128,7 @@ def test_every_problem_reported_at_its_key(tmp_path: Path) -> None:
         "token_endpoint_auth_method": "magic",
         "scopes": [1, 2],
         "redirect_port": 70000,
+        "dpop": "sometimes",
         "colour": "blue",
     }
     issues = issues_of(write(tmp_path, auth))
@@ -137,6 +140,7 @@ def test_every_problem_reported_at_its_key(tmp_path: Path) -> None:
     assert "token_endpoint_auth_method must be one of" in where["token_endpoint_auth_method"]
     assert "list of scope names" in where["scopes"]
     assert "at most 65535" in where["redirect_port"]
+    assert "dpop must be true, false or auto, got 'sometimes'" in where["dpop"]
     # Inside a tooling entry an unknown key is an error, as for the entry's other keys.
     assert "unknown key 'colour'" in where["colour"]
     assert all(issue.line for issue in issues)
