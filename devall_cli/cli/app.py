@@ -83,6 +83,7 @@ from devall_cli.cli import (  # noqa: E402,F401
     test_cmd,
     tools_cmd,
     validate_cmd,
+    watch_cmd,
 )
 
 # Every page of `--help` in one layout, with its examples (help_format.py, help_examples.py).

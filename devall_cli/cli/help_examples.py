@@ -72,7 +72,8 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     ),
     "prompts get": (
         f"devall prompts get {FIXTURE} greet --args {GREET_ARGS}",
-        f"devall prompts get {FIXTURE} show_logo --json",
+        f"devall prompts get {FIXTURE} greet --arg name=Bo --arg tone=wry",
+        f"devall prompts get {FIXTURE} greet --complete tone=w",
     ),
     "prompts list": (
         f"devall prompts list {DEMO}",
@@ -92,9 +93,13 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         f"devall resources list {FIXTURE} --json",
     ),
     "resources read": (
-        f"devall resources read {FIXTURE} memo://notes",
-        f"devall resources read {FIXTURE} memo://notes/today",
         f"devall resources read {FIXTURE} memo://logo.png --json",
+        f"devall resources read {FIXTURE} 'memo://notes/{{name}}' --arg name=today",
+        f"devall resources read {FIXTURE} 'memo://notes/{{name}}' --complete name=a",
+    ),
+    "resources watch": (
+        f"devall resources watch {FIXTURE} memo://counter --timeout 2",
+        f"devall resources watch {FIXTURE} memo://counter --read --json",
     ),
     "resources templates": (
         f"devall resources templates {DEMO}",

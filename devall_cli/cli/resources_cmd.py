@@ -24,6 +24,13 @@ from devall_cli.cli.common import (
     stdout_console,
     write_product,
 )
+from devall_cli.cli.completion_args import (
+    CompleteOption,
+    TemplateArgOption,
+    parse_pairs,
+    parse_wanted,
+    print_completion,
+)
 from devall_cli.cli.targets import (
     CommandOption,
     CwdOption,
@@ -276,6 +283,8 @@ async def _list_with_counts(
 def read_command(
     workflow: OptionalWorkflowArg = None,
     uri: Annotated[str | None, typer.Argument(metavar="URI", help="The resource's URI.")] = None,
+    arg: TemplateArgOption = None,
+    complete: CompleteOption = None,
     node: ServerNodeOption = None,
     json_output: JsonOption = False,
     var: VarOption = None,
@@ -293,19 +302,36 @@ def read_command(
     """Read one resource (resources/read): text is printed, binary contents are saved.
 
     Binary contents are saved under logs/<run-id>/attachments/. Exit 1 if the server refused.
+    A resource template URI (memo://notes/{name}) is read with its variables given by --arg;
+    --complete prints the server's suggestions for one (completions capability).
     """
+    from devall_cli.tools.mcp_complete import complete_template_variable, fill_template
     from devall_cli.tools.mcp_extras import read_resource
     from devall_cli.tools.normalize import blocks_to_json
 
+    values = parse_pairs(arg)
+    wanted = parse_wanted(complete) if complete is not None else None
     target = target_of(locals())
-    workflow, uri = split_positionals(workflow, uri, target, "URI")
+    workflow, given_uri = split_positionals(workflow, uri, target, "URI")
     loaded = target_workflow(workflow, target, var, env_file)
+    scope = target_scope(target, loaded)
+    if wanted is not None:
+        context = {k: v for k, v in values.items() if k != wanted[0]}
+
+        async def suggest(servers: list[Any], store: Any) -> Any:
+            return await complete_template_variable(servers, given_uri, *wanted, context)
+
+        found, _ = on_servers(loaded, node, suggest, scope=scope)
+        print_completion(found, {"uriTemplate": given_uri}, wanted, json_output, loaded.redactor)
+        return
 
     async def work(servers: list[Any], store: Any) -> Any:
-        return await read_resource(servers, uri, store)
+        filled = await fill_template(servers, given_uri, values)
+        return filled, await read_resource(servers, filled, store)
 
-    scope = target_scope(target, loaded)
-    contents, run_dir = on_servers(loaded, node, work, scope=scope, run_id_prefix="resources-read")
+    (uri, contents), run_dir = on_servers(
+        loaded, node, work, scope=scope, run_id_prefix="resources-read"
+    )
     blocks = blocks_to_json(contents.blocks)
     if json_output:
         document = {"uri": uri, "server": contents.server, "contents": blocks}

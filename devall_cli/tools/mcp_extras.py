@@ -116,7 +116,7 @@ async def _list_one(server: Server, what: Listing) -> list[dict[str, Any]] | Non
         except MCPError as exc:
             if exc.code == METHOD_NOT_FOUND:
                 return None
-            raise _refused(server, f"{_method(what)} failed", exc) from exc
+            raise refused(server, f"{_method(what)} failed", exc) from exc
         data = page.model_dump(mode="json", by_alias=True, exclude_none=True)
         rows += list(data.get(field_name[what], []))
         cursor = data.get("nextCursor")
@@ -142,7 +142,7 @@ def _method(what: Listing) -> str:
     )
 
 
-def _refused(server: Server, what: str, exc: MCPError) -> RequestRefusedError:
+def refused(server: Server, what: str, exc: MCPError) -> RequestRefusedError:
     return RequestRefusedError(
         f"MCP server '{server.plan.id}' ({server.plan.target}): {what}: {exc.message}"
     )
@@ -165,7 +165,7 @@ async def read_resource(servers: list[Server], uri: str, store: Any) -> Contents
         try:
             result = await server.source.request(lambda client: client.read_resource_mcp(uri))
         except MCPError as exc:
-            first = first or _refused(server, f"cannot read '{uri}'", exc)
+            first = first or refused(server, f"cannot read '{uri}'", exc)
             continue
         content = [{"type": "resource", "resource": item} for item in result.contents]
         blocks = normalize_result(
@@ -176,26 +176,48 @@ async def read_resource(servers: list[Server], uri: str, store: Any) -> Contents
     raise first
 
 
-async def get_prompt(
-    servers: list[Server], name: str, arguments: Mapping[str, Any], store: Any
-) -> Contents:
-    """The messages of prompt `name`, from the server that lists it."""
+async def find_prompt(servers: list[Server], name: str) -> tuple[Server, dict[str, Any]]:
+    """The server that lists prompt `name`, and the prompt as listed."""
     listed = await list_items(servers, "prompts")
-    owners = [s for s in servers if any(r["server"] == s.plan.id and r["name"] == name
-                                        for r in listed.rows)]
+    owners = [(s, r) for s in servers for r in listed.rows
+              if r["server"] == s.plan.id and r["name"] == name]
     if not owners:
         known = ", ".join(sorted({str(r["name"]) for r in listed.rows})) or "none"
         raise UsageError(f"no prompt '{name}' (prompts: {known})")
     if len(owners) > 1:
-        names = ", ".join(s.plan.id for s in owners)
+        names = ", ".join(s.plan.id for s, _ in owners)
         raise UsageError(f"prompt '{name}' is on several servers ({names}); choose one with --node")
-    server = owners[0]
+    return owners[0]
+
+
+def argument_names(prompt: Mapping[str, Any], required: bool = False) -> list[str]:
+    """The names of a listed prompt's arguments (only the required ones, if asked)."""
+    return [
+        str(a.get("name")) for a in prompt.get("arguments") or []
+        if not required or a.get("required")
+    ]
+
+
+async def get_prompt(
+    servers: list[Server], name: str, arguments: Mapping[str, Any], store: Any
+) -> Contents:
+    """The messages of prompt `name`, from the server that lists it."""
+    from devall_cli.tools.mcp_complete import hint, suggest
+
+    server, prompt = await find_prompt(servers, name)
     # Prompt arguments are text in MCP: other JSON values are sent as their JSON text.
     texts = {k: v if isinstance(v, str) else json.dumps(v) for k, v in arguments.items()}
+    missing = [a for a in argument_names(prompt, required=True) if a not in texts]
+    if missing:
+        values = await suggest(server, "prompt", name, missing[0], "", texts)
+        raise UsageError(
+            f"prompt '{name}' needs argument '{missing[0]}': give --arg {missing[0]}=VALUE"
+            + hint(values)
+        )
     try:
         result = await server.source.request(lambda client: client.get_prompt_mcp(name, texts))
     except MCPError as exc:
-        raise _refused(server, f"prompt '{name}'", exc) from exc
+        raise refused(server, f"prompt '{name}'", exc) from exc
     blocks: list[Block] = []
     roles: list[str] = []
     for message in result.messages:

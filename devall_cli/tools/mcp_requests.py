@@ -119,6 +119,8 @@ class ServerRequests:
         self._keys = itertools.count(1)
         self._known_roots: tuple[str, ...] | None = None
         self._asked: Counter[str] = Counter()  # requests of each kind over the whole run
+        # `notifications/resources/updated` of a handshake-era session: whoever watches sets it.
+        self.on_resource_updated: Callable[[str], None] | None = None
 
     def _over_limit(self, kind: str, call: RunningCall | None) -> str | None:
         """Count one `kind` request (sampling, elicitation); why it is refused, if it is."""
@@ -169,12 +171,19 @@ class ServerRequests:
         kwargs: dict[str, Any] = {
             "elicitation_handler": self.elicit,
             "log_handler": self.log_message,
+            "message_handler": self.on_message,
         }
         if self.offers_roots:
             kwargs["roots"] = self.list_roots
         if self.settings.sampling == "allow":
             kwargs["sampling_handler"] = self.sample
         return kwargs
+
+    async def on_message(self, message: Any) -> None:
+        """Every notification (and transport fault) of a session: resource updates go on."""
+        method = getattr(message, "method", None)
+        if self.on_resource_updated is not None and method == "notifications/resources/updated":
+            self.on_resource_updated(str(message.params.uri))
 
     def progress_handler(self, call: RunningCall) -> ProgressFnT:
         """The progress handler of one call: `tool.progress` events."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 import textwrap
 from collections.abc import Iterator
@@ -11,14 +12,24 @@ from pathlib import Path
 import pytest
 
 from tests.cli.mcp_targets import RESOURCES_SERVER, local_command
-from tests.helpers import cli
+from tests.helpers import cli, devall
 from tests.servers.resources_server import LOGO, NOTES
 from tests.servers.serve import ServerProcess
 
+UPDATE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z memo://counter")
+
 
 @pytest.fixture(scope="module")
-def remote() -> Iterator[ServerProcess]:
-    with ServerProcess(RESOURCES_SERVER, args=["--marker=-http"]) as server:
+def record(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the HTTP server writes the subscriptions it sees."""
+    return tmp_path_factory.mktemp("remote") / "record.txt"
+
+
+@pytest.fixture(scope="module")
+def remote(record: Path) -> Iterator[ServerProcess]:
+    """The HTTP server, at the older protocol (resources/subscribe, not subscriptions/listen)."""
+    args = ["--marker=-http", "--legacy", f"--record={record}"]
+    with ServerProcess(RESOURCES_SERVER, args=args) as server:
         yield server
 
 
@@ -62,6 +73,7 @@ def test_resources_over_stdio_ad_hoc(tmp_path: Path, remote: ServerProcess) -> N
     assert [(r["server"], r["uri"], r["mimeType"]) for r in rows] == [
         ("resources_server", "memo://notes", "text/plain"),
         ("resources_server", "memo://logo.png", "image/png"),
+        ("resources_server", "memo://counter", "text/plain"),
     ]
     # Text, and a resource the server does not have, on the module's HTTP server.
     text = cli("resources", "read", "--url", remote.url, "memo://notes")
@@ -79,7 +91,7 @@ def test_resources_over_stdio_ad_hoc(tmp_path: Path, remote: ServerProcess) -> N
 
 
 def test_a_server_without_resources_says_so_and_leaves_no_run_directory() -> None:
-    command = local_command(RESOURCES_SERVER, "--no-resources")
+    command = local_command(RESOURCES_SERVER, "--no-resources", "--plain")
     listed = cli("resources", "list", "--command", command)
     assert (listed.returncode, listed.stdout) == (0, ""), listed.stderr
     assert listed.stderr == (
@@ -90,6 +102,16 @@ def test_a_server_without_resources_says_so_and_leaves_no_run_directory() -> Non
     read = cli("resources", "read", "--command", command, "memo://notes/a")
     assert (read.returncode, read.stdout) == (0, "note a\n"), read.stderr
     assert not Path("logs").exists()
+    # Without the capabilities: one line each, exit 1.
+    watch = cli("resources", "watch", "--command", command, "memo://notes/a", "--timeout", "9")
+    assert (watch.returncode, watch.stdout) == (1, ""), watch.stderr
+    assert watch.stderr == (
+        f"devall: error: MCP server 'resources_server' ({command}) does not offer resource "
+        "subscriptions (its `resources` capability has no `subscribe`)\n"
+    )
+    template = ["resources", "read", "--command", command, "memo://notes/{name}"]
+    values = cli(*template, "--complete", "name")
+    assert values.returncode == 1 and "does not offer completions" in values.stderr
 
 
 def test_resources_of_a_workflow_by_node_over_http(tmp_path: Path, remote: ServerProcess) -> None:
@@ -121,3 +143,47 @@ def test_prompts_list_and_get(tmp_path: Path, remote: ServerProcess) -> None:
     assert saved.read_bytes() == LOGO
     unknown = cli("prompts", "get", "--url", remote.url, "nope")
     assert unknown.returncode == 2 and "prompts: greet, show_logo" in unknown.stderr
+
+
+def test_completion_of_prompt_arguments_and_template_variables(remote: ServerProcess) -> None:
+    tones = cli("prompts", "get", "--url", remote.url, "greet", "--complete", "tone=w")
+    assert (tones.returncode, tones.stdout) == (0, "warm\nwry\n"), tones.stderr
+    names = ["resources", "read", "--url", remote.url, "memo://notes/{name}"]
+    listed = cli(*names, "--complete", "name=al", "--json")
+    assert listed.returncode == 0, listed.stderr
+    document = json.loads(listed.stdout)
+    assert (document["uriTemplate"], document["values"]) == ("memo://notes/{name}", ["alpha"])
+    # A variable left out: the server's values in the error; given: the resource.
+    missing = cli(*names)
+    assert missing.returncode == 2, missing.stderr
+    assert "give --arg name=VALUE (the server suggests: a, alpha, beta)" in missing.stderr
+    filled = cli(*names, "--arg", "name=beta")
+    assert (filled.returncode, filled.stdout) == (0, "note beta-http\n"), filled.stderr
+    unnamed = cli("prompts", "get", "--url", remote.url, "greet", "--arg", "tone=wry")
+    assert unnamed.returncode == 2 and "needs argument 'name'" in unnamed.stderr
+    # The shell completes an argument's value from the server's suggestions.
+    words = f"devall prompts get --url {remote.url} greet --arg name=Bo --arg tone=w"
+    env = {"_DEVALL_COMPLETE": "complete_bash", "COMP_WORDS": words, "COMP_CWORD": "9"}
+    shell = devall(env=env)
+    assert shell.stdout.split() == ["tone=warm", "tone=wry"], shell.stderr
+
+
+def test_watch_prints_updates_until_its_timeout_and_unsubscribes(
+    tmp_path: Path, remote: ServerProcess, record: Path
+) -> None:
+    # 2026-07-28 over stdio: one subscriptions/listen stream, each update read again (--read).
+    seen = tmp_path / "seen.txt"
+    command = local_command(RESOURCES_SERVER, f"--record={seen}")
+    watch = ["resources", "watch", "memo://counter", "--timeout", "3"]
+    modern = cli(*watch, "--command", command, "--json", "--read")
+    assert modern.returncode == 0, modern.stderr
+    lines = [json.loads(line) for line in modern.stdout.splitlines()]
+    assert lines and all(line["uri"] == "memo://counter" for line in lines), modern.stdout
+    assert lines[0]["contents"][0]["text"].startswith("count ")
+    assert seen.read_text() == "listen memo://counter\nlisten ended\n"
+    # The older protocol over HTTP: resources/subscribe, and resources/unsubscribe at the end.
+    older = cli(*watch, "--url", remote.url)
+    assert older.returncode == 0, older.stderr
+    printed = older.stdout.splitlines()
+    assert printed and all(UPDATE.fullmatch(line) for line in printed), older.stdout
+    assert record.read_text() == "subscribe memo://counter\nunsubscribe memo://counter\n"
