@@ -80,6 +80,7 @@ from devall_cli.cli import (  # noqa: E402,F401
     resources_cmd,
     run_cmd,
     schema_cmd,
+    skills_cmd,
     test_cmd,
     tools_cmd,
     validate_cmd,

@@ -13,6 +13,7 @@ DEMO = "workflows/demo_offline.yaml"
 EXAMPLES_DIR = "workflows/examples"
 OAUTH = f"{EXAMPLES_DIR}/oauth_remote.yaml"
 FIXTURE = "--command 'python tests/servers/resources_server.py'"
+SKILLS = "--command 'python tests/servers/skills_server.py'"
 # The test authorization server approves a sign-in without a person (see oauth_remote.yaml).
 OAUTH_SERVER = "python tests/servers/oauth_server.py --port 8765 --scopes tools"
 GREET_ARGS = """'{"name": "Bo"}'"""
@@ -115,6 +116,18 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "schema": (
         "devall schema -o workflow.schema.json",
         "devall schema",
+    ),
+    "skills": (
+        f"devall skills list {SKILLS}",
+        f"devall skills read {SKILLS} pdf-forms references/FIELDS.md",
+    ),
+    "skills list": (
+        f"devall skills list {SKILLS}",
+        f"devall skills list {SKILLS} --json",
+    ),
+    "skills read": (
+        f"devall skills read {SKILLS} pdf-forms",
+        f"devall skills read {SKILLS} pdf-forms references/FIELDS.md",
     ),
     "test": (
         "devall init my-flow",

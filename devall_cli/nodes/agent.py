@@ -63,6 +63,10 @@ async def run_agent(run: NodeRun) -> list[Message]:
     skills = None
     if config.skills is not None:
         skills = SkillTools(config.skills, specs, run.workflow_dir)
+        # The ToolManager's; a dispatcher without MCP servers serves no skill.
+        sources_of = getattr(run.tools, "server_sources", None)
+        if config.skills.servers and sources_of is not None:
+            await skills.add_served(sources_of(run.path))
         specs = [*specs, *skills.specs()]
     check_surface(run, specs)  # a warning before the visit's first request, if it is too big
     messages = conversation(config, run.inputs, skills=skills.prompt() if skills else None)

@@ -1,4 +1,4 @@
-"""An agent's `skills: {enabled, allow}`, checked against the skills folder when enabled."""
+"""An agent's `skills: {enabled, allow, servers}`, checked against its skills folder if enabled."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from devall_cli.config.yaml_source import KeyPath
 from devall_cli.skills.discovery import SKILLS_ENV, SKILLS_FOLDER, discover, shown_path, skills_root
 from devall_cli.text import suggest
 
-_SKILLS_KEYS = KeySpec(known=frozenset({"enabled", "allow"}))
+_SKILLS_KEYS = KeySpec(known=frozenset({"enabled", "allow", "servers"}))
 _ALLOW_KEYS = KeySpec(known=frozenset({"name"}))
 
 
@@ -23,6 +23,7 @@ class SkillsConfig:
 
     allow: tuple[str, ...] = ()  # empty: every discovered skill
     root: str | None = None  # the skills folder found for the workflow (absolute)
+    servers: bool = True  # also the skills the agent's MCP servers serve (skills extension)
 
 
 def parse_skills(ck: Checker, raw: Any, path: KeyPath) -> SkillsConfig | None:
@@ -35,11 +36,13 @@ def parse_skills(ck: Checker, raw: Any, path: KeyPath) -> SkillsConfig | None:
     check_keys(ck, block, path, _SKILLS_KEYS)
     enabled = opt_bool(ck, block, "enabled", path, False)
     allow = _allow(ck, block.get("allow"), (*path, "allow"))
+    servers = opt_bool(ck, block, "servers", path, True)
     if not enabled:
         return None
     root = skills_root(ck.workflow_dir, ck.environ)
-    _check_discovery(ck, root, allow, path)
-    return SkillsConfig(tuple(name for name, _ in allow), str(root) if root else None)
+    _check_discovery(ck, root, allow, path, servers)
+    names = tuple(name for name, _ in allow)
+    return SkillsConfig(names, str(root) if root else None, servers)
 
 
 def _allow(ck: Checker, raw: Any, path: KeyPath) -> list[tuple[str, KeyPath]]:
@@ -68,10 +71,18 @@ def _allow(ck: Checker, raw: Any, path: KeyPath) -> list[tuple[str, KeyPath]]:
 
 
 def _check_discovery(
-    ck: Checker, root: Path | None, allow: list[tuple[str, KeyPath]], path: KeyPath
+    ck: Checker,
+    root: Path | None,
+    allow: list[tuple[str, KeyPath]],
+    path: KeyPath,
+    servers: bool = False,
 ) -> None:
-    """Warnings a run would otherwise only show the model: no folder, missing or bad skills."""
+    """Warnings a run would otherwise only show the model: no folder, missing or bad skills.
+
+    With `servers` on, an allowed name may be a server's skill, known only at run time."""
     if root is None:
+        if servers:  # the skills may all come from the agent's servers
+            return
         looked = ck.environ.get(SKILLS_ENV) or f"{SKILLS_FOLDER} beside the workflow or above it"
         message = f"skills are enabled, but no skills folder was found ({looked})"
         ck.warning((*path, "enabled"), message)

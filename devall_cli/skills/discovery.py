@@ -74,7 +74,7 @@ def read_skill(folder: Path) -> Skill:
     file = folder / "SKILL.md"
     shown = f"{folder.name}/SKILL.md"
     text = read_text(file, shown)
-    front = _frontmatter(text, shown)
+    front = parse_frontmatter(text, shown)
     name, description = front.get("name"), front.get("description")
     if not isinstance(name, str) or not name.strip():
         raise SkillError(f"{shown}: the front matter must give a non-empty name")
@@ -103,7 +103,8 @@ def read_text(file: Path, shown: str) -> str:
         raise SkillError(f"{shown}: {exc.strerror or exc}") from exc
 
 
-def _frontmatter(text: str, shown: str) -> dict[str, Any]:
+def parse_frontmatter(text: str, shown: str) -> dict[str, Any]:
+    """The YAML front matter of a SKILL.md text (SkillError says what is wrong)."""
     if not text.startswith("---"):
         raise SkillError(f"{shown} must start with YAML front matter between '---' lines")
     lines = text.splitlines()
