@@ -333,6 +333,7 @@ class ToolCallEvent(Event):
     source: str = ""
     server: str = ""
     arguments: Mapping[str, Any] = field(default_factory=dict)
+    icons: Sequence[Mapping[str, Any]] = ()  # the tool's listed icons (tools/icons.py)
 
 
 @dataclass(frozen=True, kw_only=True)

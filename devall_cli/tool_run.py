@@ -29,6 +29,7 @@ from devall_cli.events import (
 from devall_cli.tools.arguments import ArgumentChecker, invalid_arguments
 from devall_cli.tools.base import AttachmentBlock, AuthCallback, Elicitor, ToolResult, ToolSpec
 from devall_cli.tools.catalog import WORKFLOW_SCOPE, CallOutcome, ToolScope, find_workflow_tool
+from devall_cli.tools.icons import traced_icons
 from devall_cli.tools.manager import ToolManager
 from devall_cli.tools.normalize import blocks_to_json, render_for_model
 from devall_cli.tools.plan import tooling_type
@@ -108,11 +109,17 @@ async def _call(
         "source": spec.source,
         "server": spec.server,
     }
+    # An MCP tool's arguments are checked here (a function source checks its own, knowing what
+    # the schema cannot say: `**kwargs`, parameters that take None).
+    is_server = tooling_type(manager.plan.source(spec.source_id).tooling).is_server
+    checker = ArgumentChecker(spec.input_schema) if is_server else None
+    if checker is not None:
+        arguments = checker.unset_nulls_dropped(arguments)
     emit(NodeStartedEvent(run_id=run_id, node_id=node_id))
-    emit(ToolCallEvent(**fields, arguments=dict(arguments)))
+    emit(ToolCallEvent(**fields, arguments=dict(arguments), icons=traced_icons(spec.icons)))
     t0 = time.monotonic()
     try:
-        result = _refused(manager, spec, arguments) or await manager.call(
+        result = _refused(checker, spec, arguments) or await manager.call(
             node_id, spec.name, arguments
         )
     except DevallError as exc:
@@ -149,17 +156,14 @@ async def _call(
 
 
 def _refused(
-    manager: ToolManager, spec: ToolSpec, arguments: Mapping[str, Any]
+    checker: ArgumentChecker | None, spec: ToolSpec, arguments: Mapping[str, Any]
 ) -> ToolResult | None:
     """The `invalid_arguments` result of arguments that do not fit an MCP tool's input schema.
 
     The server would refuse them too, in its validator's words; checked here, the caller gets
-    one line per problem and the call is not sent. A function source checks its own arguments,
-    knowing what the schema cannot say (`**kwargs`, parameters that take None).
+    one line per problem and the call is not sent.
     """
-    if not tooling_type(manager.plan.source(spec.source_id).tooling).is_server:
-        return None
-    problems = ArgumentChecker(spec.input_schema).problems(arguments)
+    problems = checker.problems(arguments) if checker is not None else []
     return invalid_arguments(spec.name, problems, source="devall") if problems else None
 
 

@@ -229,6 +229,12 @@ class SharedSourceHandle:
         source = self._shared.source if self._shared is not None else None
         return getattr(source, "pid", None)
 
+    @property
+    def listing_ttl_ms(self) -> int | None:
+        """The cache hint of the shared server's last listing (tools/cache_hints.py)."""
+        source = self._shared.source if self._shared is not None else None
+        return getattr(source, "listing_ttl_ms", None)
+
     async def start(self) -> ServerInfo:
         """Wait until the shared server is up (started by this task or another one)."""
         self._shared = await self._pool.acquire(self._plan, self._redact)
@@ -243,6 +249,15 @@ class SharedSourceHandle:
     ) -> ToolResult:
         """A call on the shared server (bounded by its `max_concurrency`)."""
         return await self._source().call_tool(name, arguments, context=context)
+
+    async def on_session(self, operation: Callable[[Any], Any]) -> Any:
+        """An extension's request on the shared server's session (the skills it serves,
+        tools/mcp_skills.py). None where the source has no session (one on a tape): it serves
+        no skills."""
+        source = self._source()
+        if not hasattr(source, "on_session"):
+            return None
+        return await source.on_session(operation)
 
     async def close(self) -> None:
         """Nothing: the server is the batch's, closed when the batch ends."""

@@ -55,6 +55,12 @@ def print_auth_notice(source_id: str, notice: AuthNotice) -> None:
         print_line(console, f"· server {source_id}: {mask(notice.message)}")
 
 
+def print_server_warning(source_id: str, text: str) -> None:
+    """A server's warning on stderr, for a command that keeps no trace (tools list)."""
+    mask = STATE.mask or (lambda text: text)
+    print_line(stderr_console(), f"devall: warning: server '{source_id}': {mask(text)}")
+
+
 def _one_target_kind(workflow: Path | None, url: str | None) -> None:
     if (workflow is None) == (url is None):
         raise UsageError("give a WORKFLOW or --url URL (one of them)")

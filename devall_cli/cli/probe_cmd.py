@@ -208,7 +208,7 @@ def _print_table(
             "ok" if r["ok"] else f"FAIL {r['status']}",
             _protocol(r),
             r["server_name"] or "",
-            f"{r['tools']} (+{r['task_only']} task-only)" if r["task_only"] else str(r["tools"]),
+            f"{r['tools']} ({r['task_only']} task-only)" if r["task_only"] else str(r["tools"]),
             *extra,
             _ms(r["connect_ms"]),
             _ms(r["list_ms"]),
@@ -279,8 +279,8 @@ def _protocol(row: dict[str, Any]) -> str:
 
 
 def _tools(row: dict[str, Any]) -> str:
-    """`16 tools (+1 task-only, not offered)`."""
-    extra = f" (+{row['task_only']} task-only, not offered)" if row["task_only"] else ""
+    """`16 tools (1 task-only, called as an MCP task)`."""
+    extra = f" ({row['task_only']} task-only, called as an MCP task)" if row["task_only"] else ""
     return f"{row['tools']} tools{extra}"
 
 

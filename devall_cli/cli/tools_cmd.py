@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from devall_cli.cli.app import app
-from devall_cli.cli.auth_cmd import print_auth_notice
+from devall_cli.cli.auth_cmd import print_auth_notice, print_server_warning
 from devall_cli.cli.common import (
     EnvFileOption,
     JsonOption,
@@ -118,6 +118,7 @@ def list_command(
             loaded,
             import_functions=False,
             on_auth=print_auth_notice,
+            on_warning=print_server_warning,
             stop_at_once=True,
             direct_client=True,
             policy=policy,
@@ -147,6 +148,7 @@ def list_command(
                     "roots": list(r.roots),
                     "_meta": dict(r.meta) if r.meta is not None else None,
                     "execution": dict(r.execution) if r.execution is not None else None,
+                    "icons": [dict(icon) for icon in r.icons] if r.icons else None,
                     **verdict_fields(r, verdicts),
                 }
                 for r in rows
@@ -210,7 +212,8 @@ def call_command(
     events.jsonl, result.json and attachments/ are written to the run directory, as by `run`.
     Exit 1 if the tool returned an error result, 4/5 for connection or protocol failures.
     A tool the tool policy denies is refused (exit 1); one it would ask about or refuse is
-    called: asking for the call is the approval.
+    called: asking for the call is the approval. A tool that runs as an MCP task
+    (execution.taskSupport) is waited for to its end, its status in events.jsonl.
     """
     from devall_cli.cli.records import print_run_files, run_records
     from devall_cli.engine.session import RunSession

@@ -33,6 +33,7 @@ from devall_cli.tools.base import (
     ToolResult,
     ToolSpec,
 )
+from devall_cli.tools.icons import traced_icons
 from devall_cli.tools.normalize import blocks_to_json
 
 ELICITOR = "elicitor"  # the key of the operator's terminal form in NodeRun.extras
@@ -90,8 +91,10 @@ class _CallTrace:
             run_id, node_id, call.id, call.name, spec.original_name, spec.source, spec.server
         )
 
-    def call_event(self, arguments: Mapping[str, Any]) -> ToolCallEvent:
-        return ToolCallEvent(**self._fields(), arguments=dict(arguments))
+    def call_event(
+        self, arguments: Mapping[str, Any], icons: Sequence[Mapping[str, Any]] = ()
+    ) -> ToolCallEvent:
+        return ToolCallEvent(**self._fields(), arguments=dict(arguments), icons=icons)
 
     def result_event(
         self, result: ToolResult, duration_ms: float, *, infra: bool = False
@@ -119,10 +122,11 @@ async def _run_call(
     skills: SkillTools | None,
     sampler: Sampler | None = None,
 ) -> ToolResult:
-    trace = _CallTrace.of(node_id, call, by_name.get(call.name), run.run_id)
-    run.emit(trace.call_event(call.arguments))
+    spec = by_name.get(call.name)
+    trace = _CallTrace.of(node_id, call, spec, run.run_id)
+    run.emit(trace.call_event(call.arguments, traced_icons(spec.icons if spec else None)))
     started = time.monotonic()
-    answered = None if skills is None else _skill_answer(skills, call, by_name)
+    answered = None if skills is None else await _skill_answer(skills, call, by_name)
     if call.error is not None:
         # Bad JSON from the model is a tool error the model can correct, not a failure.
         result = _error_result(call.name, call.error, "invalid_arguments")
@@ -163,12 +167,12 @@ async def _run_call(
     return result
 
 
-def _skill_answer(
+async def _skill_answer(
     skills: SkillTools, call: ToolCall, by_name: Mapping[str, ToolSpec]
 ) -> ToolResult | None:
     """A skill tool's result, or the refusal of a tool the active skill does not allow."""
     if skills.handles(call.name):
-        return skills.call(call.name, call.arguments)
+        return await skills.answer(call.name, call.arguments)
     return skills.refuse(by_name.get(call.name), call.name)
 
 

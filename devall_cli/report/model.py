@@ -42,6 +42,7 @@ class ToolCall:
     error_class: str | None = None
     finished: bool = False
     approval: dict[str, Any] | None = None  # the policy's decision on it (`tool.approval`)
+    icon: str | None = None  # the `data:` image of the tool's icons the page shows (render.py)
 
 
 @dataclass

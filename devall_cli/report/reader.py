@@ -15,6 +15,7 @@ from typing import Any
 from devall_cli.errors import UsageError
 from devall_cli.graphview.shape import from_dict, walk
 from devall_cli.node_paths import declared_path
+from devall_cli.report.icons import shown_icon
 from devall_cli.report.model import (
     ModelTurn,
     NodeView,
@@ -291,6 +292,7 @@ class _Fold(PolicyFold):
             server=_str(event.get("server")),
             arguments=event.get("arguments"),
             approval=self._approval_of(path, _str(event.get("call_id"))),
+            icon=shown_icon(event.get("icons")),
         )
         self.calls[(path, call.call_id)] = call
         self._visit(path, ts).steps.append(Step("tool", ts, call=call))

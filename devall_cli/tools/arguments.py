@@ -125,6 +125,19 @@ class ArgumentChecker:
         unique = list(dict.fromkeys(message for _, message in found))
         return unique[:MAX_PROBLEMS]
 
+    def unset_nulls_dropped(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """`arguments` without the nulls given for optional parameters whose schema takes no
+        null. Such a null means "not given" (as MCP's `x-mcp-header` mirroring reads it); sent
+        as it is, the server's validator would refuse the call."""
+        return {
+            name: value
+            for name, value in arguments.items()
+            if value is not None
+            or name in self._required
+            or name not in self._properties
+            or _takes_null(self._properties[name])
+        }
+
     def _errors(self, values: Mapping[str, Any]) -> list[Any]:
         """The validator's errors; those found before it met something it cannot apply."""
         found: list[Any] = []
@@ -217,6 +230,24 @@ def _kind(schema: Any) -> str:
     if _is_list(kind) and kind and all(isinstance(k, str) and k in _KINDS for k in kind):
         return " or ".join(_KINDS[k] for k in kind)
     return ""
+
+
+def _takes_null(schema: Any) -> bool:
+    """Whether a parameter's schema may take null (one devall cannot read may)."""
+    if not isinstance(schema, Mapping):
+        return True
+    kind = schema.get("type")
+    if kind is not None:
+        return kind == "null" or (_is_list(kind) and "null" in kind)
+    if _is_list(schema.get("enum")):
+        return None in schema["enum"]
+    if "const" in schema:
+        return schema["const"] is None
+    for key in ("anyOf", "oneOf"):
+        options = schema.get(key)
+        if _is_list(options):
+            return any(_takes_null(option) for option in options)
+    return True  # no type given ($ref, allOf, nothing): the server decides
 
 
 def _extra_keys(instance: Mapping[str, Any], schema: Any) -> list[str]:

@@ -11,6 +11,11 @@ from devall_cli.config.model import EMPTY
 SourceKind = str  # the name of the tooling type: function, mcp_remote, mcp_local, ...
 
 
+# The start of a warning devall writes into a server's log (a tool left out of its listing);
+# a command without a trace shows it on stderr (ToolManager's `on_warning`).
+WARNING_LINE = "[devall] warning: "
+
+
 @dataclass(frozen=True)
 class RawTool:
     """A tool as its source lists it, before prefixes and filters."""
@@ -23,6 +28,8 @@ class RawTool:
     annotations: Mapping[str, Any] | None = None  # readOnlyHint, destructiveHint, ...
     output_schema: Mapping[str, Any] | None = None
     task_support: str | None = None  # `execution.taskSupport`: forbidden | optional | required
+    # `icons` as listed: {"src", "mimeType"?, "sizes"?, "theme"?} each (shown, never fetched).
+    icons: tuple[Mapping[str, Any], ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -41,6 +48,7 @@ class ToolSpec:
     output_schema: Mapping[str, Any] | None = None
     meta: Mapping[str, Any] = EMPTY  # the listed tool's `_meta`
     task_support: str | None = None  # `execution.taskSupport`: forbidden | optional | None
+    icons: tuple[Mapping[str, Any], ...] | None = None  # the listed tool's `icons`
 
 
 # --- result blocks (SPEC.md §6) ------------------------------------------------------------

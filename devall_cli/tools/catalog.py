@@ -9,7 +9,7 @@ from typing import Any
 
 from devall_cli.config.model import Workflow, node_tooling, walk_nodes
 from devall_cli.errors import UsageError
-from devall_cli.tools.base import RawTool, ToolResult, ToolSpec
+from devall_cli.tools.base import ToolResult, ToolSpec
 from devall_cli.tools.manager import ToolManager
 from devall_cli.tools.plan import offered_roots
 
@@ -45,6 +45,7 @@ class ListedTool:
     server_id: str = ""  # the id the server is shown by (`mcp_server`, `127.0.0.1:8001`)
     meta: Mapping[str, Any] | None = None  # the `_meta` its server lists it with
     execution: Mapping[str, Any] | None = None  # `{"taskSupport": ...}`, as listed
+    icons: tuple[Mapping[str, Any], ...] | None = None  # `icons`, as listed (tools/icons.py)
 
 
 @dataclass(frozen=True)
@@ -112,6 +113,7 @@ def _listed(
         server_id=plan.id,
         meta=dict(spec.meta) if spec.meta and from_server else None,
         execution={"taskSupport": spec.task_support} if spec.task_support else None,
+        icons=spec.icons,
     )
 
 
@@ -125,13 +127,6 @@ async def find_workflow_tool(
     for node_id in nodes:
         matches += [(node_id, s) for s in await manager.specs_for(node_id) if s.name == tool]
     if not matches:
-        task_server = await _task_only_server(manager, nodes, tool)
-        if task_server is not None:
-            raise UsageError(
-                f"tool '{tool}' is on server '{task_server}', but it can only be called as an "
-                "MCP task (execution.taskSupport: required), which devall does not run yet",
-                hint=scope.list_hint,
-            )
         names = sorted({s.name for n in nodes for s in await manager.specs_for(n)})
         raise UsageError(
             f"no tool '{tool}' {scope.tools_place} (tools: {', '.join(names) or 'none'})",
@@ -143,19 +138,6 @@ async def find_workflow_tool(
             f"tool '{tool}' differs between {scope.node_word}s {owners}; choose one with --node"
         )
     return matches[0]
-
-
-async def _task_only_server(manager: ToolManager, nodes: list[str], tool: str) -> str | None:
-    """The id of the server of `nodes` that lists `tool` as a task-only tool (not offered)."""
-    for node_id in nodes:
-        for index, tooling in enumerate(manager.plan.tooling.get(node_id, ())):
-            source_id = manager.plan.entries[(node_id, index)]
-            listed: list[RawTool] = await manager.list_source(source_id)
-            for raw in listed:
-                named = tool in (raw.name, tooling.final_name(raw.name))
-                if named and raw.task_support == "required":
-                    return source_id
-    return None
 
 
 def default_run_dir(run_id: str) -> Path:

@@ -2,12 +2,20 @@
 
 `DirectSession` speaks JSON-RPC on a `MessageChannel` (`send_line`, `receive_message`,
 `discard_pending`): over stdio a supervised process, for a remote server this. It speaks the
-streamable HTTP transport of the protocol versions the `initialize` handshake reaches:
+streamable HTTP transport of the protocol versions the session reaches (mcp_handshake.py):
 
 - every message is a POST to the configured URL with the configured headers, `Accept:
   application/json, text/event-stream`, `Content-Type: application/json`, the `Mcp-Session-Id`
-  the server gave with its answer to `initialize`, and `MCP-Protocol-Version` once the
-  handshake agreed on one;
+  the server gave with its answer to `initialize`, and `MCP-Protocol-Version`: the version in
+  the request's `_meta` (2026-07-28: every request, the `server/discover` probe included), or
+  the one the handshake agreed on;
+- each POST also carries the headers that mirror its body (mcp_headers.py): `Mcp-Method`,
+  `Mcp-Name`, and for a `tools/call` the `Mcp-Param-*` of the arguments the tool's listed input
+  schema designates (learnt from the `tools/list` answers this channel carries);
+- on a 2026-07-28 connection the client sends no notifications (there is no session to send
+  them in): a request given up is cancelled by closing its POST;
+- an HTTP error status answering the `server/discover` probe is a JSON-RPC error (404: method
+  not found), as the SDK's transport makes it, so the session falls back to the handshake;
 - the answer to a request comes as one JSON body or as an event stream, in which the server may
   first send requests and notifications of its own (progress, log messages, an elicitation: the
   session answers those with POSTs of their own); `send_line` of a request returns once its
@@ -31,10 +39,11 @@ client.
 Failures are raised from `send_line` as httpx2's exceptions (a refused connection, a timeout,
 `HTTPStatusError` for an HTTP error status), so that mcp_errors.py words them as it words
 fastmcp's; `on_response` hears every status, with the first lines of an error answer's body
-(`error_reason`). HTTP 404 on a session is `SessionClosed` (the server forgot the session: the
-source reconnects). What this client does not speak raises `NotSpoken`, and the source hands the
-server to fastmcp's client: an authorization challenge (401 or 403 with `WWW-Authenticate`) to
-the handshake, an answer of another content type, a redirect it does not follow.
+(`error_reason`, http_reasons.py). HTTP 404 on a session is `SessionClosed` (the server forgot
+the session: the source reconnects). What this client does not speak raises `NotSpoken`, and the
+source hands the server to fastmcp's client: an authorization challenge (401 or 403 with
+`WWW-Authenticate`) to the probe or the handshake, an answer of another content type, a redirect
+it does not follow.
 """
 
 from __future__ import annotations
@@ -42,13 +51,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import re
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 import httpx2
 
 from devall_cli import json_limits, limits
+from devall_cli.tools.http_reasons import error_reason
+from devall_cli.tools.mcp_handshake import MODERN_VERSIONS, PROTOCOL_VERSION_KEY
+from devall_cli.tools.mcp_headers import RequestHeaders
 from devall_cli.tools.mcp_protocol import SessionClosed
 from devall_cli.tools.stdio_lines import INVALID_RESPONSE
 
@@ -62,9 +73,7 @@ ERROR_BODY_BYTES = 4096  # what is read of an error answer's body, for its first
 CLOSE_WAIT = 2.0  # seconds the DELETE that ends a session may take
 _INTERNAL_ERROR = -32603
 _INVALID_REQUEST = -32600
-_REASON_LINES = 2
-_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
-_REASON_KEYS = ("error_description", "message", "detail", "error")
+_METHOD_NOT_FOUND = -32601
 
 
 class NotSpoken(SessionClosed):
@@ -109,6 +118,8 @@ class HttpLines:
         self._initialize_id: Any = None
         self._closed = False
         self._listener: asyncio.Task[None] | None = None
+        self._mirrored = RequestHeaders()  # Mcp-Method, Mcp-Name, Mcp-Param-* (mcp_headers.py)
+        self._listings: set[Any] = set()  # ids of the tools/list requests not yet answered
 
     # --- the channel (mcp_direct.MessageChannel) ------------------------------------------------
 
@@ -125,15 +136,25 @@ class HttpLines:
         message = json.loads(line)
         request_id = message.get("id")
         if "method" not in message or request_id is None:
-            await self._post_quietly(line)
+            if "method" in message and self.protocol_version in MODERN_VERSIONS:
+                return  # no notifications on the 2026-07-28 wire; a cancel closed its POST
+            await self._post_quietly(line, self._mirrored.of(message))
             if message.get("method") == "notifications/initialized" and self.session_id:
                 self._listener = asyncio.create_task(self._listen())
             return
         handshake = message["method"] == "initialize"
         if handshake:
             self._initialize_id, self.session_id, self.protocol_version = request_id, None, None
-        async with self._exchange("POST", line) as response:
-            await self._answer(response, request_id, handshake=handshake)
+        elif (version := _meta_version(message)) is not None:
+            self.protocol_version = version  # the header says what the request's `_meta` says
+        probe = message["method"] == "server/discover"
+        if message["method"] == "tools/list":
+            self._listings.add(request_id)
+        try:
+            async with self._exchange("POST", line, self._mirrored.of(message)) as response:
+                await self._answer(response, request_id, handshake=handshake, probe=probe)
+        finally:
+            self._listings.discard(request_id)
 
     async def close(self) -> None:
         """End the session on the server (DELETE, best effort) and close the connections."""
@@ -187,10 +208,10 @@ class HttpLines:
         finally:
             await response.aclose()
 
-    async def _post_quietly(self, line: str) -> None:
+    async def _post_quietly(self, line: str, extra: Mapping[str, str] | None = None) -> None:
         """POST a notification or an answer; nothing is waited for but its acceptance."""
         try:
-            async with self._exchange("POST", line) as response:
+            async with self._exchange("POST", line, extra) as response:
                 self._heard(response.status_code, None)
         except httpx2.HTTPError as exc:  # the session's writes fail as a process's do
             raise ConnectionError(str(exc) or type(exc).__name__) from exc
@@ -218,11 +239,13 @@ class HttpLines:
 
     # --- answers ---------------------------------------------------------------------------------
 
-    async def _answer(self, response: httpx2.Response, request_id: Any, *, handshake: bool) -> None:
+    async def _answer(
+        self, response: httpx2.Response, request_id: Any, *, handshake: bool, probe: bool = False
+    ) -> None:
         """Queue what the server sent in answer to request `request_id`."""
         status = response.status_code
         if status >= 300:
-            await self._refused(response, request_id, handshake=handshake)
+            await self._refused(response, request_id, handshake=handshake, probe=probe)
             return
         self._heard(status, None)
         if handshake and (session := response.headers.get("mcp-session-id")):
@@ -242,7 +265,7 @@ class HttpLines:
             raise NotSpoken(f"the server answered with content type {kind or 'none'!r}")
 
     async def _refused(
-        self, response: httpx2.Response, request_id: Any, *, handshake: bool
+        self, response: httpx2.Response, request_id: Any, *, handshake: bool, probe: bool
     ) -> None:
         """An answer with a redirect or error status: the request fails (or is handed on)."""
         status = response.status_code
@@ -252,12 +275,18 @@ class HttpLines:
         body = await _read(response, ERROR_BODY_BYTES, cut=True) or b""
         kind = _content_type(response)
         self._heard(status, error_reason(body, kind))
-        if handshake and status in (401, 403) and "www-authenticate" in response.headers:
+        opening = handshake or probe
+        if opening and status in (401, 403) and "www-authenticate" in response.headers:
             raise NotSpoken(f"the server asks for authorization (HTTP {status})")
         if status == 404 and self.session_id is not None:
             raise SessionClosed("the server ended the session (HTTP 404)")
         if kind == "application/json" and self._rpc_error(body, request_id):
             return  # the server's JSON-RPC error, sent with an HTTP status
+        if probe:  # an older server refusing the probe: the session shakes hands instead
+            code = _METHOD_NOT_FOUND if status == 404 else _INTERNAL_ERROR
+            error = {"code": code, "message": f"server/discover refused with HTTP {status}"}
+            self._messages.put_nowait({"jsonrpc": "2.0", "id": request_id, "error": error})
+            return
         raise httpx2.HTTPStatusError(
             f"HTTP {status}", request=response.request, response=response
         )
@@ -329,6 +358,8 @@ class HttpLines:
         if not isinstance(message, dict):
             return self._fail(request_id, "the response is not a JSON-RPC message")
         answers = "method" not in message and _same_id(message.get("id"), request_id)
+        if answers and request_id in self._listings and isinstance(message.get("result"), Mapping):
+            self._mirrored.learn(message["result"])  # the arguments its tools mirror in headers
         if answers and request_id == self._initialize_id:
             result = message.get("result")
             version = result.get("protocolVersion") if isinstance(result, Mapping) else None
@@ -345,40 +376,6 @@ class HttpLines:
         error = {"code": code, "message": f"{INVALID_RESPONSE} from the server: {reason}"}
         self._messages.put_nowait({"jsonrpc": "2.0", "id": request_id, "error": error})
         return True
-
-
-def error_reason(body: bytes, content_type: str) -> str | None:
-    """The first lines of an error answer's body, to name with its status (None: nothing to say).
-
-    An HTML page says its title; a JSON object its `error_description`, `message`, `detail` or
-    `error` (also `error.message`); text its first non-empty lines. Not masked, not cut.
-    """
-    text = body.decode("utf-8", errors="replace")
-    if "html" in content_type:
-        found = _TITLE.search(text)
-        title = " ".join(found.group(1).split()) if found else ""
-        return title or None
-    if "json" in content_type:
-        said = _json_reason(text)
-        if said is not None:
-            return said
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return " / ".join(lines[:_REASON_LINES]) or None
-
-
-def _json_reason(text: str) -> str | None:
-    try:
-        value = json_limits.loads(text)
-    except ValueError:
-        return None
-    for _ in range(2):  # `{"error": {"message": ...}}` is looked into once
-        if not isinstance(value, Mapping):
-            return None
-        found = next((value[key] for key in _REASON_KEYS if value.get(key)), None)
-        if isinstance(found, str):
-            return found.strip() or None
-        value = found
-    return None
 
 
 async def _read(response: httpx2.Response, limit: int, *, cut: bool = False) -> bytes | None:
@@ -413,6 +410,14 @@ def _followed_redirect(response: httpx2.Response) -> httpx2.Request | None:
     if not same or (target.userinfo and target.userinfo != sent.userinfo):
         return None
     return following
+
+
+def _meta_version(message: Mapping[str, Any]) -> str | None:
+    """The protocol version a request names in its `_meta` (2026-07-28), if any."""
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, Mapping) else None
+    version = meta.get(PROTOCOL_VERSION_KEY) if isinstance(meta, Mapping) else None
+    return version if isinstance(version, str) else None
 
 
 def _same_id(value: Any, request_id: Any) -> bool:

@@ -18,6 +18,7 @@ from devall_cli.config.model import Workflow
 from devall_cli.errors import ConfigIssue, DevallError, DuplicateToolError
 from devall_cli.node_paths import declared_path
 from devall_cli.tools.base import (
+    WARNING_LINE,
     AuthCallback,
     AuthNotice,
     CallContext,
@@ -30,6 +31,7 @@ from devall_cli.tools.base import (
     ToolSource,
     ToolSpec,
 )
+from devall_cli.tools.cache_hints import listing_ttl
 from devall_cli.tools.head_start import HeadStart
 from devall_cli.tools.normalize import cap_blocks
 from devall_cli.tools.plan import (
@@ -111,11 +113,13 @@ class ToolManager:
         approver: Approver | None = None,
         list_denied: bool = False,
         caller_approves: bool = False,
+        on_warning: Callable[[str, str], None] | None = None,
     ) -> None:
         """`policy` is the command line's layer of the tool policy; `approver` decides the calls
         it leaves to a person. `list_denied` (tools list and call): denied tools are listed too,
         and calls of them refused; `caller_approves` (tools call): a call the policy would ask
-        about or refuse runs, the command's caller having asked for it."""
+        about or refuse runs, the command's caller having asked for it. `on_warning(source id,
+        text)`: where a command without a trace shows a source's warnings (a tool left out)."""
         self.workflow = workflow
         self._make_source = make_source  # a batch hands out the servers its tasks share
         if tape is not None:  # recorded through the real sources, or replayed without them
@@ -127,6 +131,7 @@ class ToolManager:
         # sources come from elsewhere (a batch's shared servers): nothing to spawn then.
         self._spawn_ahead_on = spawn_ahead
         self._on_auth_shown = on_auth  # OAuth steps a command shows itself (it has no trace)
+        self._on_warning = on_warning
         self.plan = plan_sources(workflow)
         self._redact = workflow.redactor.text
         self._run_id = run_id
@@ -171,13 +176,14 @@ class ToolManager:
             mask=workflow.redactor.value,
             caller_approves=caller_approves,
         )
-        self._warned: set[tuple[str, str]] = set()  # (source id, tool) refused for needing tasks
 
     # --- events ------------------------------------------------------------------------------
 
     def _on_log(self, source_id: str, line: str) -> None:
         if self._events is not None:
             self._events.server_log(source_id, line)
+        elif self._on_warning is not None and line.startswith(WARNING_LINE):
+            self._on_warning(source_id, line.removeprefix(WARNING_LINE))
 
     def _on_auth(self, source_id: str, notice: AuthNotice) -> None:
         if self._events is not None:
@@ -254,8 +260,7 @@ class ToolManager:
         if self._list_denied:
             self._start_listing.add(plan.id)
         if self._events is not None:
-            offered = sum(1 for tool in tools if offerable(tool))  # as `tools list` counts them
-            self._events.server_ready(plan.id, info, offered, getattr(source, "pid", None))
+            self._events.server_ready(plan.id, info, len(tools), getattr(source, "pid", None))
         return info
 
     async def close(self) -> None:
@@ -277,11 +282,12 @@ class ToolManager:
     # --- listing -----------------------------------------------------------------------------
 
     async def list_source(self, source_id: str) -> list[RawTool]:
-        """The source's tools, honouring `cache_ttl` (0: list again on every request)."""
+        """The source's tools, kept as `cache_ttl` or the server's cache hint says (0: list
+        again on every request; tools/cache_hints.py)."""
         plan = self.plan.source(source_id)
         if source_id not in self._infos:
             await self.start_source(plan)
-        ttl = _cache_ttl(plan)
+        ttl = _cache_ttl(plan, self._sources[source_id])
         cached = self._listed.get(source_id)
         fresh = source_id in self._start_listing
         self._start_listing.discard(source_id)
@@ -304,7 +310,7 @@ class ToolManager:
         declared: dict[str, str] = {}  # final name -> the id of the source offering it
         for index, tooling in enumerate(self.plan.tooling.get(node_path, ())):
             plan = self.plan.source(self.plan.entries[(node_path, index)])
-            for raw in self._offerable(_filter(await self.list_source(plan.id), plan), plan):
+            for raw in _filter(await self.list_source(plan.id), plan):
                 final = tooling.final_name(raw.name)
                 if final in declared:
                     raise _duplicate(final, tooling.path, (declared[final], plan.id))
@@ -330,6 +336,7 @@ class ToolManager:
                 output_schema=raw.output_schema,
                 meta=raw.meta,
                 task_support=raw.task_support,
+                icons=raw.icons,
             )
             for name, (_, plan, raw) in zip(names, offered, strict=True)
         ]
@@ -338,29 +345,20 @@ class ToolManager:
         allowed = self._gate.judge(node_id, node_path, specs)
         return specs if self._list_denied else allowed
 
+    def server_sources(self, node_id: str) -> list[tuple[str, Any]]:
+        """The started MCP server sources of the node's tooling, (source id, source), in
+        declaration order (the skills they serve, skills/tools.py)."""
+        node_path = declared_path(node_id, self.plan.tooling)
+        found: dict[str, Any] = {}
+        for index, _ in enumerate(self.plan.tooling.get(node_path, ())):
+            plan = self.plan.source(self.plan.entries[(node_path, index)])
+            if tooling_type(plan.tooling).is_server and plan.id in self._sources:
+                found.setdefault(plan.id, self._sources[plan.id])
+        return list(found.items())
+
     def verdict(self, node_id: str, name: str) -> Verdict | None:
         """The tool policy's verdict on a tool of a node, once `specs_for` listed the node."""
         return self._gate.verdict(declared_path(node_id, self.plan.tooling), name)
-
-    def _offerable(self, tools: list[RawTool], plan: SourcePlan) -> list[RawTool]:
-        """The tools a model may be offered: not those that can only run as tasks (warned once)."""
-        kept: list[RawTool] = []
-        for tool in tools:
-            if offerable(tool):
-                kept.append(tool)
-                continue
-            if (plan.id, tool.name) not in self._warned:
-                self._warned.add((plan.id, tool.name))
-                self._warn(
-                    plan.id,
-                    f"tool '{tool.name}' can only be called as a task (execution.taskSupport: "
-                    "required), which devall does not support; it is not offered to models",
-                )
-        return kept
-
-    def _warn(self, source_id: str, message: str) -> None:
-        if self._events is not None:
-            self._events.server_message(source_id, "warning", "devall", message)
 
     # --- calling -----------------------------------------------------------------------------
 
@@ -416,8 +414,9 @@ async def _close_quietly(source: ToolSource | HeadStart) -> None:
         await source.close()
 
 
-def _cache_ttl(plan: SourcePlan) -> float:
-    return float(tooling_type(plan.tooling).cache_ttl(plan.tooling.config))
+def _cache_ttl(plan: SourcePlan, source: ToolSource) -> float:
+    configured = tooling_type(plan.tooling).cache_ttl(plan.tooling.config)
+    return listing_ttl(configured, getattr(source, "listing_ttl_ms", None), 0.0)
 
 
 def _filter(tools: list[RawTool], plan: SourcePlan) -> list[RawTool]:
@@ -427,11 +426,6 @@ def _filter(tools: list[RawTool], plan: SourcePlan) -> list[RawTool]:
         return tools
     allowed = set(sources)
     return [t for t in tools if str((t.meta or {}).get("source", "mcp_tools")) in allowed]
-
-
-def offerable(tool: RawTool) -> bool:
-    """Whether a model may be offered `tool`: not if it can only run as a task."""
-    return tool.task_support != "required"
 
 
 def _duplicate(name: str, path: str, sources: tuple[str, str]) -> DuplicateToolError:

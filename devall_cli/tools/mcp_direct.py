@@ -11,20 +11,18 @@ command use fastmcp's.
 
 It speaks on a `MessageChannel`: the supervised process of stdio_process.py (which frames the
 lines and enforces the size and depth limits), or http_lines.py's streamable HTTP (which does
-the same for HTTP bodies and event streams). What it speaks: the `initialize` handshake
-(offering the newest protocol version the handshake reaches, accepting every version the MCP
-SDK accepts), `tools/list` with `nextCursor` paging, `tools/call` with a progress token,
-`logging/setLevel` and `notifications/roots/list_changed`. It answers the server's `ping` and
-`roots/list` (offered, as by fastmcp's client, only when roots are configured), and its
-`elicitation/create` and `sampling/createMessage` through the same `ServerRequests` as
-fastmcp's client (the SDK's types are imported only when a server asks for sampling). Progress
-and log notifications become the same events. Results are checked as the SDK checks them
-(content items, structured content against the tool's output schema). It raises `RpcError`,
-`SessionClosed` and ProtocolError; the source bounds its requests and mcp_errors.py words its
-failures as it words fastmcp's, so a command prints the same whichever client ran.
-
-Not spoken: the 2026-07-28 protocol (`server/discover`); a local server that speaks only that
-one refuses the handshake, and the command says so (a remote one is handed to fastmcp's client).
+the same for HTTP bodies and event streams). It agrees on a protocol as fastmcp's client does
+(mcp_handshake.py: `server/discover` and the 2026-07-28 protocol, else the `initialize`
+handshake of 2025-11-25 and older), so both clients reach the same version with a server. Then
+`tools/list` with `nextCursor` paging, `tools/call` with a progress token, and on the older
+protocols `logging/setLevel` and `notifications/roots/list_changed`. It answers what a server
+asks (mcp_answers.py) through the same `ServerRequests` as fastmcp's client, also when a
+2026-07-28 result asks for it (`input_required`, mcp_input_required.py); a 2026-07-28 listing
+leaves out tools with invalid `x-mcp-header` definitions (mcp_headers.py). Progress and log
+notifications become the same events. Results are checked as the SDK checks them
+(mcp_checks.py). It raises `RpcError`, `SessionClosed` and ProtocolError; the source bounds its
+requests and mcp_errors.py words its failures as it words fastmcp's, so a command prints the
+same whichever client ran.
 """
 
 from __future__ import annotations
@@ -37,11 +35,31 @@ from collections.abc import Awaitable, Callable, Mapping
 from types import SimpleNamespace
 from typing import Any, Protocol, TypeVar
 
-from devall_cli import __version__
 from devall_cli.errors import DevallError, ProtocolError
 from devall_cli.text import clean_value
-from devall_cli.tools.base import ElicitationAnswer, RawTool, ToolResult
+from devall_cli.tools.base import RawTool, ToolResult
+from devall_cli.tools.cache_hints import ttl_hint
+from devall_cli.tools.icons import icons_problem, listed_icons
+from devall_cli.tools.mcp_answers import answer_request
+from devall_cli.tools.mcp_checks import (
+    block_problem,
+    id_key,
+    our_id,
+    response_problem,
+    schema_problem,
+    shown,
+)
 from devall_cli.tools.mcp_failures import SERVER_CLOSED
+from devall_cli.tools.mcp_handshake import (
+    DISCOVER_TIMEOUT,
+    HANDSHAKE_VERSIONS,
+    MODERN_VERSIONS,
+    client_capabilities,
+    open_session,
+    stamped,
+)
+from devall_cli.tools.mcp_headers import exclude_invalid
+from devall_cli.tools.mcp_input_required import complete_input, needs_input, with_input
 from devall_cli.tools.mcp_protocol import (
     CallOutcome,
     ProgressFn,
@@ -49,20 +67,17 @@ from devall_cli.tools.mcp_protocol import (
     SessionClosed,
 )
 from devall_cli.tools.mcp_requests import ServerRequests
+from devall_cli.tools.mcp_tasks import call_as_task, declare_extension, offers_tasks
 from devall_cli.tools.normalize import json_object
 from devall_cli.tools.stdio_lines import INVALID_RESPONSE
 from devall_cli.tools.tool_errors import invalid_result
 
 T = TypeVar("T")
 
-# Protocol versions of the initialize handshake, newest first; the first is offered.
-HANDSHAKE_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+__all__ = ["HANDSHAKE_VERSIONS", "MODERN_VERSIONS", "DirectSession", "open_direct"]
+
 INTERNAL_ERROR = -32603
-INVALID_REQUEST = -32600
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
 MAX_PAGES = 1000  # tools/list pages followed before the listing is called endless
-_SHOWN_CHARS = 300
 
 
 class MessageChannel(Protocol):
@@ -89,10 +104,12 @@ async def open_direct(
     note: Callable[[str], None],
     output_schemas: dict[str, Mapping[str, Any] | None],
     closing: Callable[[], Awaitable[None]] | None = None,
+    probe_timeout: float = DISCOVER_TIMEOUT,
 ) -> DirectSession:
-    """A session on `process` after the handshake (unbounded here: the source bounds it).
+    """A session on `process` once a protocol is agreed (unbounded here: the source bounds it).
 
-    `closing` runs when the session closes (an HTTP channel ends its session there).
+    `closing` runs when the session closes (an HTTP channel ends its session there);
+    `probe_timeout` bounds the wait for an answer to `server/discover` (mcp_handshake.py).
     """
     session = DirectSession(
         process,
@@ -104,7 +121,9 @@ async def open_direct(
     )
     try:
         await session.open(
-            sampling=requests.settings.sampling == "allow", roots=requests.offers_roots
+            sampling=requests.settings.sampling == "allow",
+            roots=requests.offers_roots,
+            probe_timeout=probe_timeout,
         )
     except BaseException:
         await session.close()
@@ -115,8 +134,8 @@ async def open_direct(
 class DirectSession:
     """One MCP session on a MessageChannel: requests out, answers and requests in.
 
-    An `McpSession` (mcp_protocol.py) that speaks the handshake, `tools/list`, `tools/call` and
-    `logging/setLevel`, and answers what the server asks.
+    An `McpSession` (mcp_protocol.py) that agrees on a protocol (mcp_handshake.py), speaks
+    `tools/list`, `tools/call` and `logging/setLevel`, and answers what the server asks.
     """
 
     def __init__(
@@ -146,38 +165,30 @@ class DirectSession:
         self._ended: str | None = None  # why the session ended, once it has
         self.protocol_version: str | None = None
         self.server_name: str | None = None
+        self.listing_ttl_ms: int | None = None  # the cache hint of the last tools/list
         self.capabilities: Mapping[str, Any] = {}
+        self._stamp: Mapping[str, Any] | None = None  # every request's `_meta` (2026-07-28)
 
-    # --- the handshake -------------------------------------------------------------------------
+    # --- the opening ---------------------------------------------------------------------------
 
-    async def open(self, *, sampling: bool, roots: bool = False) -> None:
-        """Start reading and shake hands (unbounded here: the source bounds it)."""
+    async def open(
+        self, *, sampling: bool, roots: bool = False, probe_timeout: float = DISCOVER_TIMEOUT
+    ) -> None:
+        """Start reading and agree on a protocol (unbounded here: the source bounds it)."""
         if dropped := self._process.discard_pending():
             self._note(f"[devall: dropped {dropped} stale message(s)]")
         self._reader = asyncio.create_task(self._read())
-        capabilities: dict[str, Any] = {"elicitation": {"form": {}, "url": {}}}
-        if roots:
-            capabilities["roots"] = {"listChanged": True}
-        if sampling:
-            capabilities["sampling"] = {}
-        result = await self.rpc(
-            "initialize",
-            {
-                "protocolVersion": HANDSHAKE_VERSIONS[0],
-                "capabilities": capabilities,
-                "clientInfo": {"name": "devall", "version": __version__},
-            },
-        )
-        version = result.get("protocolVersion")
-        if version not in HANDSHAKE_VERSIONS:
-            raise RpcError(INTERNAL_ERROR, f"unsupported protocol version {version!r}")
-        server = result.get("serverInfo")
-        name = server.get("name") if isinstance(server, Mapping) else None
-        caps = result.get("capabilities")
-        self.protocol_version = version
-        self.server_name = name if isinstance(name, str) else None
-        self.capabilities = caps if isinstance(caps, Mapping) else {}
-        await self.notify("notifications/initialized")
+        capabilities = client_capabilities(sampling=sampling, roots=roots)
+        opened = await open_session(self, capabilities, probe_timeout=probe_timeout)
+        self.protocol_version = opened.protocol_version
+        self.server_name = opened.server_name
+        self.capabilities = opened.capabilities
+        self._stamp = opened.stamp
+
+    @property
+    def modern(self) -> bool:
+        """Whether the session speaks the 2026-07-28 protocol (`_meta` on every request)."""
+        return self._stamp is not None
 
     # --- requests ------------------------------------------------------------------------------
 
@@ -187,16 +198,21 @@ class DirectSession:
         params: Mapping[str, Any] | None = None,
         progress: ProgressFn | None = None,
         meta: Mapping[str, Any] | None = None,
+        tasks: bool = False,
     ) -> dict[str, Any]:
         """Send a request and wait for its result (RpcError, SessionClosed).
 
-        `meta` goes into the request's `_meta`, beside the progress token (the trace context).
+        `meta` goes into the request's `_meta`, beside the progress token (the trace context);
+        `tasks`: the request declares the tasks extension there (2026-07-28, mcp_tasks.py).
         """
         if self._ended is not None:
             raise SessionClosed(self._ended)
         request_id = next(self._ids)
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
         request_meta = dict(meta or {})
+        if self._stamp is not None:
+            request_meta = stamped(request_meta, self._stamp)
+            request_meta = declare_extension(request_meta) if tasks else request_meta
         if progress is not None:
             request_meta["progressToken"] = request_id
             self._progress[request_id] = progress
@@ -212,8 +228,8 @@ class DirectSession:
             return result
         except asyncio.CancelledError:
             # Given up (a timeout): tell the server, without waiting on it; never for
-            # `initialize`, which the protocol forbids cancelling.
-            if method != "initialize":
+            # `initialize` or `server/discover`, which the protocol forbids cancelling.
+            if method not in ("initialize", "server/discover"):
                 self._spawn(self._cancel(request_id))
             raise
         finally:
@@ -228,8 +244,10 @@ class DirectSession:
         await self._send(message)
 
     async def send_roots_list_changed(self) -> None:
-        """`notifications/roots/list_changed` (see ServerRequests.check_roots)."""
-        await self.notify("notifications/roots/list_changed")
+        """`notifications/roots/list_changed` (see ServerRequests.check_roots); the 2026-07-28
+        protocol has no such notification."""
+        if self._stamp is None:
+            await self.notify("notifications/roots/list_changed")
 
     async def _cancel(self, request_id: int) -> None:
         with contextlib.suppress(SessionClosed):
@@ -267,11 +285,11 @@ class DirectSession:
             else:
                 self._notified(method, params)
             return
-        request_id = _our_id(obj.get("id"))
+        request_id = our_id(obj.get("id"))
         answer = self._pending.get(request_id) if request_id is not None else None
-        problem = _response_problem(obj)
+        problem = response_problem(obj)
         if problem is not None:
-            self._note(f"[devall: invalid JSON-RPC message ({problem}): {_shown(obj)}]")
+            self._note(f"[devall: invalid JSON-RPC message ({problem}): {shown(obj)}]")
             if answer is not None and not answer.done():
                 reason = f"{INVALID_RESPONSE} from the server: {problem}"
                 answer.set_exception(RpcError(INTERNAL_ERROR, reason))
@@ -280,13 +298,13 @@ class DirectSession:
             return  # an answer to a request given up, or to none of ours
         if "error" in obj:
             error = obj["error"]
-            answer.set_exception(RpcError(error["code"], error["message"]))
+            answer.set_exception(RpcError(error["code"], error["message"], error.get("data")))
         else:
             answer.set_result(obj["result"])
 
     def _notified(self, method: str, params: Mapping[str, Any]) -> None:
         if method == "notifications/progress":
-            token = _our_id(params.get("progressToken"))
+            token = our_id(params.get("progressToken"))
             handler = self._progress.get(token) if token is not None else None
             progress, total = params.get("progress"), params.get("total")
             if handler is not None and isinstance(progress, int | float):
@@ -308,13 +326,13 @@ class DirectSession:
             self._spawn(self._requests.log_message(message))  # type: ignore[arg-type]
         elif method == "notifications/cancelled":
             # The server gave up one of its own requests: stop answering it, send no answer.
-            task = self._serving.get(_id_key(params.get("requestId")))
+            task = self._serving.get(id_key(params.get("requestId")))
             if task is not None:
                 task.cancel()
 
     def _serve(self, request_id: Any, method: str, params: Mapping[str, Any]) -> None:
         """Answer a request of the server in a task of its own, which a cancel can stop."""
-        key = _id_key(request_id)
+        key = id_key(request_id)
         task = asyncio.ensure_future(self._answer(request_id, method, params))
         self._tasks.add(task)
         self._serving[key] = task
@@ -330,7 +348,7 @@ class DirectSession:
         """Answer one request of the server."""
         reply: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id}
         try:
-            reply["result"] = await self._handle(method, params)
+            reply["result"] = await answer_request(self._requests, method, params)
         except RpcError as exc:
             reply["error"] = {"code": exc.code, "message": exc.message}
         except Exception as exc:  # a handler's failure is the server's answer, not devall's
@@ -338,57 +356,12 @@ class DirectSession:
         with contextlib.suppress(SessionClosed):
             await self._send(reply)
 
-    async def _handle(self, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
-        if method == "ping":
-            return {}
-        if method == "roots/list":
-            if not self._requests.offers_roots:  # refused as fastmcp's client refuses it
-                raise RpcError(INVALID_REQUEST, "List roots not supported")
-            return {"roots": self._requests.root_list()}
-        if method == "elicitation/create":
-            return await self._elicit(params)
-        if method == "sampling/createMessage" and self._requests.settings.sampling == "allow":
-            return await self._sample(params)
-        raise RpcError(METHOD_NOT_FOUND, f"Method not found: {method}")
-
-    async def _elicit(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        message = params.get("message")
-        url = params.get("url")
-        schema = params.get("requestedSchema")
-        if not isinstance(message, str) or not (
-            isinstance(url, str) or isinstance(schema, Mapping)
-        ):
-            raise RpcError(
-                INVALID_PARAMS, "elicitation/create needs a message and a requestedSchema or url"
-            )
-        if isinstance(url, str):
-            answer = await self._requests.answer_elicitation(message, url, {})
-            return _elicit_result(answer, None)
-        form_schema = dict(schema) if isinstance(schema, Mapping) else {}
-        answer = await self._requests.answer_elicitation(message, None, form_schema)
-        return _elicit_result(answer, form_schema)
-
-    async def _sample(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        import mcp_types  # only when a server asks: the sampling request is read as the SDK's
-        from pydantic import ValidationError
-
-        try:
-            parsed = mcp_types.CreateMessageRequestParams.model_validate(dict(params))
-        except ValidationError as exc:
-            raise RpcError(
-                INVALID_PARAMS, f"invalid sampling request: {exc.errors()[0]['msg']}"
-            ) from exc
-        result = await self._requests.sample(parsed.messages, parsed, None)
-        if isinstance(result, mcp_types.ErrorData):
-            raise RpcError(result.code, result.message)
-        dumped: dict[str, Any] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
-        return dumped
-
     # --- what a source asks (mcp_protocol.McpSession) -------------------------------------------
 
     @property
     def logs(self) -> bool:
-        return self.capabilities.get("logging") is not None
+        # The 2026 protocol has no `logging/setLevel`: the level goes in each request's `_meta`.
+        return self._stamp is None and self.capabilities.get("logging") is not None
 
     async def set_log_level(self, level: str) -> None:
         await self.rpc("logging/setLevel", {"level": level})
@@ -399,6 +372,8 @@ class DirectSession:
     async def list_tools(self) -> list[RawTool]:
         """Every page of `tools/list`, checked as the SDK checks it."""
         listed = await self._pages()
+        if self.modern:  # tools whose x-mcp-header definitions are invalid are left out
+            listed = exclude_invalid(listed)
         tools = [self._raw_tool(item, number) for number, item in enumerate(listed)]
         self._output_schemas.clear()
         self._output_schemas.update({tool.name: tool.output_schema for tool in tools})
@@ -414,12 +389,41 @@ class DirectSession:
         """One `tools/call`, checked as the SDK checks its result."""
         params = {"name": name, "arguments": arguments}
         result = await self.rpc("tools/call", params, progress=progress, meta=meta)
+        if needs_input(result):  # 2026-07-28: answer what it asks, then send it again
+            result = await complete_input(
+                result,
+                answer=lambda method, asked: answer_request(self._requests, method, asked),
+                retry=lambda responses, state: self.rpc(
+                    "tools/call", with_input(params, responses, state), progress, meta
+                ),
+            )
+        return self._outcome(name, result)
+
+    async def call_tool_task(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        progress: ProgressFn | None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> CallOutcome | ToolResult:
+        """`tools/call` run as an MCP task where the server takes tasks (mcp_tasks.py)."""
+        if not offers_tasks(self.capabilities):
+            return await self.call_tool(name, arguments, progress, meta)
+
+        async def rpc(
+            method: str, params: dict[str, Any], progress: ProgressFn | None = None
+        ) -> dict[str, Any]:
+            extra = meta if method == "tools/call" else None  # the trace context: the call's
+            return await self.rpc(method, params, progress=progress, meta=extra, tasks=True)
+
+        result = await call_as_task(rpc, name, arguments, progress, modern=self.modern)
         return self._outcome(name, result)
 
     # --- listing -------------------------------------------------------------------------------
 
     async def _pages(self) -> list[Any]:
         tools: list[Any] = []
+        hints: list[int] = []
         cursor: str | None = None
         for _ in range(MAX_PAGES):
             result = await self.rpc("tools/list", {"cursor": cursor} if cursor else None)
@@ -427,8 +431,11 @@ class DirectSession:
             if not isinstance(page, list):
                 raise ProtocolError(self._invalid_listing("tools: a list is required"))
             tools.extend(page)
+            if (hint := ttl_hint(result, self.protocol_version)) is not None:
+                hints.append(hint)
             cursor = result.get("nextCursor")
             if not isinstance(cursor, str) or not cursor:
+                self.listing_ttl_ms = min(hints) if hints else None
                 return tools
         raise ProtocolError(f"{self.server} listed tools on more than {MAX_PAGES} pages")
 
@@ -443,6 +450,8 @@ class DirectSession:
             raise ProtocolError(
                 self._invalid_listing(f"{where}.inputSchema: an object is required")
             )
+        if (problem := icons_problem(item.get("icons"))) is not None:
+            raise ProtocolError(self._invalid_listing(f"{where}.icons{problem}"))
         output = item.get("outputSchema")
         execution = item.get("execution")
         task_support = execution.get("taskSupport") if isinstance(execution, Mapping) else None
@@ -456,6 +465,7 @@ class DirectSession:
             annotations=json_object(item.get("annotations")),
             output_schema=dict(output) if isinstance(output, Mapping) else None,
             task_support=task_support if isinstance(task_support, str) else None,
+            icons=listed_icons(item.get("icons")),
         )
 
     def _invalid_listing(self, problem: str) -> str:
@@ -469,7 +479,7 @@ class DirectSession:
         if not isinstance(content, list):
             return invalid_result(name, "content: a list is required")
         for number, item in enumerate(content):
-            problem = _block_problem(item)
+            problem = block_problem(item)
             if problem is not None:
                 return invalid_result(name, f"content.{number}: {problem}")
         is_error = result.get("isError", False)
@@ -479,7 +489,7 @@ class DirectSession:
         if structured is not None and not isinstance(structured, Mapping):
             return invalid_result(name, "structuredContent: an object is required")
         if not is_error:
-            problem = _schema_problem(name, self._output_schemas.get(name), result)
+            problem = schema_problem(name, self._output_schemas.get(name), result)
             if problem is not None:
                 return invalid_result(name, problem)
         return CallOutcome(content, structured, result.get("_meta"), is_error)
@@ -509,109 +519,3 @@ class DirectSession:
         closing, self._closing = self._closing, None
         if closing is not None:
             await closing()
-
-
-def _schema_problem(
-    name: str, schema: Mapping[str, Any] | None, result: Mapping[str, Any]
-) -> str | None:
-    """What is wrong with the structured content of a result, by the tool's output schema."""
-    if schema is None:
-        return None
-    if "structuredContent" not in result:
-        return f"Tool {name} has an output schema but did not return structured content"
-    from jsonschema import exceptions, validators  # only for tools that declare a schema
-
-    try:
-        validator = validators.validator_for(schema)(schema)
-        error = exceptions.best_match(validator.iter_errors(result["structuredContent"]))
-    except Exception as exc:  # a broken schema, a `$ref` that does not resolve
-        return f"Invalid schema for tool {name}: {str(exc).splitlines()[0]}"
-    if error is None:
-        return None
-    return f"Invalid structured content returned by tool {name}: {error.message}"
-
-
-# The content blocks of a tool result and the string fields each must have, as the SDK checks.
-_BLOCK_FIELDS = {
-    "text": ("text",),
-    "image": ("data", "mimeType"),
-    "audio": ("data", "mimeType"),
-    "resource_link": ("uri", "name"),
-    "resource": (),
-}
-
-
-def _block_problem(item: Any) -> str | None:
-    """What makes `item` no content block the MCP schema knows (None when it is one)."""
-    if not isinstance(item, Mapping):
-        return "an object is required"
-    kind = item.get("type")
-    if kind not in _BLOCK_FIELDS:
-        return f"unknown content type {kind!r}"
-    missing = [key for key in _BLOCK_FIELDS[kind] if not isinstance(item.get(key), str)]
-    if missing:
-        return f"{kind} content needs {', '.join(missing)} (a string)"
-    if kind == "resource":
-        resource = item.get("resource")
-        if not isinstance(resource, Mapping) or not isinstance(resource.get("uri"), str):
-            return "resource content needs a resource with a uri"
-        if not isinstance(resource.get("text"), str) and not isinstance(resource.get("blob"), str):
-            return "resource content needs a text or a blob"
-    return None
-
-
-def _elicit_result(answer: ElicitationAnswer, schema: dict[str, Any] | None) -> dict[str, Any]:
-    """The `elicitation/create` result; accepted form content is checked against its schema."""
-    result: dict[str, Any] = {"action": answer.action}
-    if answer.content is not None:
-        content = dict(answer.content)
-        if answer.action == "accept" and schema:
-            from jsonschema import validators
-
-            validators.validator_for(schema)(schema).validate(content)
-        result["content"] = content
-    return result
-
-
-def _our_id(value: Any) -> int | None:
-    """A request id or progress token as devall sent it (an int), also when the server echoes
-    it as a string ("1" for 1), as the SDK accepts; None when it cannot be one of ours."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and value.isascii() and value.isdigit():
-        return int(value)
-    return None
-
-
-def _id_key(value: Any) -> str:
-    """A key for an id of the server's own requests: a number and its string form are one."""
-    return json.dumps(value) if not isinstance(value, int | str) else str(value)
-
-
-def _response_problem(obj: Mapping[str, Any]) -> str | None:
-    """What makes `obj` no valid JSON-RPC response (None when it is one)."""
-    if obj.get("jsonrpc") != "2.0":
-        return "jsonrpc: '2.0' is required"
-    request_id = obj.get("id")
-    if isinstance(request_id, bool) or not isinstance(request_id, int | str):
-        return "id: a number or string is required"
-    if ("result" in obj) == ("error" in obj):
-        return "exactly one of result and error is required"
-    if "result" in obj:
-        return None if isinstance(obj["result"], Mapping) else "result: an object is required"
-    error = obj["error"]
-    if not isinstance(error, Mapping):
-        return "error: an object is required"
-    code = error.get("code")
-    if isinstance(code, bool) or not isinstance(code, int):
-        return "error.code: an integer is required"
-    if not isinstance(error.get("message"), str):
-        return "error.message: a string is required"
-    return None
-
-
-def _shown(obj: Mapping[str, Any]) -> str:
-    text = json.dumps(obj, ensure_ascii=False)
-    return text if len(text) <= _SHOWN_CHARS else text[:_SHOWN_CHARS] + "..."

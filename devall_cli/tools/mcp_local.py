@@ -45,8 +45,8 @@ if TYPE_CHECKING:
     from devall_cli.tools.mcp_protocol import McpSession
     from devall_cli.tools.stdio_transport import SupervisedStdioTransport
 
-# "auto" (run): the light client, unless the server refuses its handshake (it speaks only the
-# 2026-07-28 protocol): fastmcp's client then speaks to that process from there on.
+# "auto" (run): the light client, unless it agrees on no protocol with the server (which both
+# clients negotiate alike): fastmcp's client then speaks to that process from there on.
 ClientKind = Literal["fastmcp", "direct", "auto"]
 RestartCallback = Callable[[str, int], None]  # (source_id, restart number starting at 1)
 
@@ -280,8 +280,9 @@ class LocalSource(McpSessionSource):
                     server=self.server,
                     note=self._log,
                     output_schemas=self._output_schemas,
+                    probe_timeout=self.init_timeout / 2,  # the handshake gets the rest
                 )
-        except RpcError as exc:  # e.g. -32022: it speaks only the 2026-07-28 protocol
+        except RpcError as exc:  # it agreed on no protocol version with the direct client
             if self.client != "auto":
                 raise
             self.client = "fastmcp"

@@ -4,11 +4,15 @@
 it: connecting and reconnecting, the concurrency limit, timeouts, retries after a lost session,
 turning results into ToolResults. The session itself only speaks. Two clients implement it:
 
-- `FastmcpSession` (mcp_fastmcp.py), fastmcp's `Client`: every transport, every request, the
-  protocol probe of the 2026 revision. Remote servers, and local ones under `run` and `batch`.
-- `DirectSession` (mcp_direct.py), devall's own small client on a supervised stdio process:
-  the handshake, `tools/list` and `tools/call`, started without importing fastmcp (the commands
-  that list or call once and exit: `tools list`, `tools call`, `probe`).
+- `FastmcpSession` (mcp_fastmcp.py), fastmcp's `Client`: every transport, every request.
+  `batch`, `resources`, `prompts`, and remote servers under `run`.
+- `DirectSession` (mcp_direct.py), devall's own small client on a supervised stdio process or
+  streamable HTTP: `tools/list` and `tools/call`, started without importing fastmcp (`tools
+  list`, `tools call`, `probe`, and local servers under `run`).
+
+Both agree on the protocol alike: `server/discover` and the 2026-07-28 revision first, else the
+`initialize` handshake (2025-11-25 and older), so a server is spoken to at one version whichever
+client speaks (mcp_handshake.py).
 
 A session raises what its client raises: the SDK's and fastmcp's exceptions, or the light
 `RpcError` and `SessionClosed` below (and TimeoutError). mcp_errors.py is the one place that
@@ -37,10 +41,11 @@ class ProgressFn(Protocol):
 class RpcError(Exception):
     """The server answered a request with a JSON-RPC error."""
 
-    def __init__(self, code: int, message: str) -> None:
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        self.data = data  # the error's `data` (the versions a -32022 names)
 
 
 class SessionClosed(Exception):
@@ -75,7 +80,7 @@ class McpSession(Protocol):
 
     @property
     def protocol_version(self) -> str | None:
-        """The protocol version agreed in the handshake."""
+        """The protocol version agreed (by `server/discover` or the handshake)."""
         ...
 
     @property
@@ -86,6 +91,12 @@ class McpSession(Protocol):
     @property
     def logs(self) -> bool:
         """Whether the server declared the logging capability (`logging/setLevel` applies)."""
+        ...
+
+    @property
+    def listing_ttl_ms(self) -> int | None:
+        """The cache hint (`ttlMs`) of the last `tools/list` on a 2026-07-28 session, the
+        smallest of its pages; None when the server gave none."""
         ...
 
     async def list_tools(self) -> list[RawTool]:
@@ -101,6 +112,17 @@ class McpSession(Protocol):
     ) -> CallResult | ToolResult:
         """One `tools/call` (`meta`: more `_meta` of the request, such as the trace context);
         a ToolResult where the result itself is invalid."""
+        ...
+
+    async def call_tool_task(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        progress: ProgressFn | None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> CallResult | ToolResult:
+        """`call_tool` run as an MCP task, waited for to its end, where the server takes tasks
+        (mcp_tasks.py); an ordinary call where it does not."""
         ...
 
     async def set_log_level(self, level: str) -> None:

@@ -4,7 +4,7 @@ One session per server per run, spoken by fastmcp's client or, for the commands 
 and call (`client="direct"`: `tools list`, `tools call`, `probe`), by devall's own light client
 (mcp_direct.py on http_lines.py, without importing fastmcp) when the URL is streamable HTTP and
 no `auth:` is configured. What the light client does not speak (an authorization challenge to
-its handshake, a server that refuses the `initialize` handshake, an odd answer) hands the server
+its handshake, a server it agrees on no protocol version with, an odd answer) hands the server
 to fastmcp's client, once, with a note in the server's log.
 
 `headers` go with every request; `timeout` bounds each request and each connect + handshake
@@ -32,9 +32,12 @@ from devall_cli.redaction import Redactor, is_secret_name
 from devall_cli.text import clean_json_escapes, visible
 from devall_cli.tools.attachments import AttachmentStore
 from devall_cli.tools.base import AuthCallback, AuthNotice, Elicitor, LogCallback, ToolEvents
-from devall_cli.tools.http_lines import ERROR_BODY_BYTES, HttpLines, NotSpoken, error_reason
+from devall_cli.tools.http_lines import ERROR_BODY_BYTES, HttpLines, NotSpoken
+from devall_cli.tools.http_reasons import error_reason
 from devall_cli.tools.kinds.mcp_remote import McpRemoteConfig
 from devall_cli.tools.mcp_errors import chain
+from devall_cli.tools.mcp_handshake import MODERN_VERSIONS
+from devall_cli.tools.mcp_input_required import with_result_type
 from devall_cli.tools.mcp_protocol import RpcError
 from devall_cli.tools.mcp_session import McpSessionSource
 
@@ -136,7 +139,7 @@ class RemoteSource(McpSessionSource):
                 return await self._open_direct()
             except NotSpoken as exc:
                 self._fall_back(str(exc))
-            except RpcError as exc:  # e.g. -32022: it speaks only the 2026-07-28 protocol
+            except RpcError as exc:  # no protocol version agreed, e.g. -32022
                 self._fall_back(f"the server refused the initialize handshake: {exc.message}")
         return await super()._new_session()
 
@@ -158,6 +161,7 @@ class RemoteSource(McpSessionSource):
                 note=self._log,
                 output_schemas=self._output_schemas,
                 closing=lines.close,
+                probe_timeout=self.init_timeout / 2,  # the handshake gets the rest
             )
 
     def _fall_back(self, why: str) -> None:
@@ -286,14 +290,32 @@ async def clean_json_response(response: httpx2.Response) -> None:
     # A compressed body is decoded later, from the raw stream: its bytes are not JSON text.
     plain = response.headers.get("content-encoding", "").strip().lower() in ("", "identity")
     if is_json and plain and isinstance(response.stream, httpx2.AsyncByteStream):
-        response.stream = _CleanJsonStream(response.stream)
+        # A 2026-07-28 result without `resultType` is complete; the SDK would refuse it.
+        modern = _request_version(response) in MODERN_VERSIONS
+        response.stream = _CleanJsonStream(response.stream, complete=modern)
+
+
+def _request_version(response: httpx2.Response) -> str | None:
+    """The `MCP-Protocol-Version` of the request a response answers."""
+    try:
+        return response.request.headers.get("mcp-protocol-version")
+    except RuntimeError:  # a response made without its request
+        return None
 
 
 class _CleanJsonStream(httpx2.AsyncByteStream):
-    """A response body passed on line by line, lone surrogate escapes replaced."""
+    """A response body passed on line by line, lone surrogate escapes replaced (and with
+    `complete`, a result without `resultType` made complete: mcp_input_required.py)."""
 
-    def __init__(self, inner: httpx2.AsyncByteStream) -> None:
+    def __init__(self, inner: httpx2.AsyncByteStream, *, complete: bool = False) -> None:
         self._inner = inner
+        self._complete = complete
+
+    def _clean(self, lines: bytes) -> bytes:
+        cleaned = clean_json_escapes(lines)
+        if not self._complete:
+            return cleaned
+        return b"".join(with_result_type(line) for line in cleaned.splitlines(keepends=True))
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         held = bytearray()  # the start of a line not yet complete: an escape may be cut in two
@@ -302,10 +324,10 @@ class _CleanJsonStream(httpx2.AsyncByteStream):
             if end == 0:
                 held += chunk
                 continue
-            yield clean_json_escapes(bytes(held) + chunk[:end])
+            yield self._clean(bytes(held) + chunk[:end])
             held = bytearray(chunk[end:])
         if held:
-            yield clean_json_escapes(bytes(held))
+            yield self._clean(bytes(held))
 
     async def aclose(self) -> None:
         await self._inner.aclose()

@@ -46,6 +46,7 @@ from devall_cli.json_limits import JsonLimitError, check_value
 from devall_cli.text import clean_value
 from devall_cli.tools import mcp_errors
 from devall_cli.tools.base import (
+    WARNING_LINE,
     CallContext,
     Elicitor,
     LogCallback,
@@ -56,7 +57,9 @@ from devall_cli.tools.base import (
     ToolResult,
 )
 from devall_cli.tools.kinds.client_settings import DEFAULT_CLIENT, McpClientConfig
+from devall_cli.tools.mcp_headers import Excluded, collect_excluded, excluded_warning
 from devall_cli.tools.mcp_requests import CallClock, RunningCall, ServerRequests
+from devall_cli.tools.mcp_tasks import runs_as_task
 from devall_cli.tools.normalize import normalize_result, result_meta
 from devall_cli.tools.person_wait import PersonWaits
 from devall_cli.tools.tool_errors import invalid_result, tool_error_class
@@ -120,6 +123,8 @@ class McpSessionSource:
         self._info: ServerInfo | None = None
         self._closed = False
         self._recent_log: deque[str] = deque(maxlen=LOG_TAIL_LINES)
+        self._excluded: set[str] = set()  # tools left out of a listing, warned about once
+        self._task_support: dict[str, str | None] = {}  # tool -> `execution.taskSupport`, listed
         self.waits = PersonWaits()  # the bounds below stop while someone signs in (OAuth)
         self.requests = ServerRequests(
             server_id=id,
@@ -198,10 +203,18 @@ class McpSessionSource:
         assert self._info is not None
         return self._info
 
+    @property
+    def listing_ttl_ms(self) -> int | None:
+        """The cache hint (`ttlMs`) of the last listing; None if the server gave none."""
+        return self._current.listing_ttl_ms if self._current is not None else None
+
     async def list_tools(self) -> list[RawTool]:
         """The server's tools, connecting first if needed."""
-        tools = await self._with_retries("list", self._list_once)
+        with collect_excluded() as excluded:  # left out for invalid x-mcp-header definitions
+            tools = await self._with_retries("list", self._list_once)
+        self._warn_excluded(excluded)
         self._check_unique([tool.name for tool in tools])
+        self._task_support = {tool.name: tool.task_support for tool in tools}
         return tools
 
     async def call_tool(
@@ -257,6 +270,18 @@ class McpSessionSource:
             session, _ = await self._session()
             try:
                 return await _bounded(session.request(operation), self.request_timeout, self.waits)
+            except Exception as exc:
+                if mcp_errors.is_server_answer(exc) and not mcp_errors.is_session_lost(exc):
+                    raise
+                raise self._failure(exc, "list") from exc
+
+    async def on_session(self, operation: Callable[[McpSession], Coroutine[Any, Any, T]]) -> T:
+        """`request`, but `operation` gets the session itself, whichever client it is: for an
+        extension's requests, which neither client's typed surface speaks (mcp_skills.py)."""
+        async with self._limiter:
+            session, _ = await self._session()
+            try:
+                return await _bounded(operation(session), self.request_timeout, self.waits)
             except Exception as exc:
                 if mcp_errors.is_server_answer(exc) and not mcp_errors.is_session_lost(exc):
                     raise
@@ -391,7 +416,11 @@ class McpSessionSource:
         await self.requests.check_roots(session)
         progress = self.requests.progress_handler(call)
         meta = call.context.request_meta or None
-        request = session.call_tool(name, arguments, progress, meta=meta)
+        # A tool that runs as a task: created, waited for and cancelled as one (mcp_tasks.py),
+        # the whole of it within the call's timeout.
+        as_task = runs_as_task(self._task_support.get(name))
+        call_tool = session.call_tool_task if as_task else session.call_tool
+        request = call_tool(name, arguments, progress, meta=meta)
         return await _bounded(request, limit, self.waits, call.clock)
 
     async def _call_with_recovery(
@@ -442,6 +471,17 @@ class McpSessionSource:
         return ServerDiedError(f"lost the session with {self.server}: {why}")
 
     # --- logs --------------------------------------------------------------------------------
+
+    def _warn_excluded(self, excluded: list[Excluded]) -> None:
+        """One warning a tool the server listed that is not offered (a server log line)."""
+        events = self.requests.events
+        for tool, why in excluded:
+            if tool not in self._excluded:
+                self._excluded.add(tool)
+                text = excluded_warning(tool, why)
+                self._log(f"{WARNING_LINE}{text}", notify=events is None)
+                if events is not None:
+                    events.server_message(self.id, "warning", "devall", text)
 
     def _log(self, line: str, *, notify: bool = True) -> None:
         """A line for the server's log; `notify`: also an `on_log` callback (a log event)."""

@@ -58,7 +58,7 @@ class ProbeReport:
     log_tail: tuple[str, ...] = field(default=())
     hint: str | None = None  # how to fix a failure, where devall can tell
     roots: tuple[str, ...] = ()  # the roots offered to the server (`file://` URIs)
-    task_only: int = 0  # listed tools that can only run as tasks: not offered
+    task_only: int = 0  # of the tools offered, those that can only run as tasks
     client: str | None = None  # the MCP client that spoke to it: light | fastmcp
     # How many offered tools the tool policy allows, denies, asks about, refuses.
     policy: Mapping[str, int] = field(default_factory=lambda: dict.fromkeys(DECISIONS, 0))
@@ -128,13 +128,10 @@ async def probe_workflow(
 
 def policy_counts(plan: SourcePlan, tools: Sequence[RawTool], layers: Layers) -> dict[str, int]:
     """How many of the server's offered tools get each decision (by their first entry's name)."""
-    from devall_cli.tools.manager import offerable
-
     counts: dict[str, int] = dict.fromkeys(DECISIONS, 0)
     for tool in tools:
-        if offerable(tool):
-            final = plan.tooling.final_name(tool.name)
-            counts[decide(final, plan.id, tool.annotations, layers).decision] += 1
+        final = plan.tooling.final_name(tool.name)
+        counts[decide(final, plan.id, tool.annotations, layers).decision] += 1
     return counts
 
 
@@ -250,30 +247,22 @@ def _healthy(
     list_ms: float,
 ) -> ProbeReport:
     """The report of a server that answered: counted as `tools list` and `run` offer them."""
-    from devall_cli.tools.manager import offerable
-
-    offered = sum(1 for tool in tools if offerable(tool))
+    offered = len(tools)
     return replace(
         base,
         ok=bool(offered),
         status="ok" if offered else "no_tools",
-        error=None if offered else _no_tools(len(tools) - offered),
+        error=None if offered else "the server lists no tools",
         protocol_version=info.protocol_version,
         server_name=info.server_name,
         tools=offered,
-        task_only=len(tools) - offered,
+        task_only=sum(1 for tool in tools if tool.task_support == "required"),
         client=CLIENT_NAMES.get(str(getattr(source, "client", "fastmcp")), "fastmcp"),
         sandbox=dict(info.sandbox) if info.sandbox is not None else None,
         connect_ms=round(connect_ms, 1),
         list_ms=round(list_ms, 1),
         log_tail=_tail(source),
     )
-
-
-def _no_tools(task_only: int) -> str:
-    if task_only:
-        return f"the server lists only tools that run as tasks ({task_only}), none is offered"
-    return "the server lists no tools"
 
 
 async def _built(plan: SourcePlan, ctx: SourceContext) -> ToolSource:
@@ -289,7 +278,7 @@ async def tool_conflicts(
     workflow: Workflow, listed: Mapping[str, list[RawTool]]
 ) -> list[ToolConflict]:
     """The first tool name each node would be offered twice, by the tool manager's own check
-    (prefixes, `tool_sources`, task-only tools) on the listings in `listed` (by server id; a
+    (prefixes, `tool_sources`) on the listings in `listed` (by server id; a
     server not listed counts as offering nothing)."""
     from devall_cli.tools.manager import ToolManager
 

@@ -144,6 +144,11 @@ class RecordingSource:
     def pid(self) -> int | None:
         return getattr(self._inner, "pid", None)
 
+    @property
+    def listing_ttl_ms(self) -> int | None:
+        """The cache hint of the inner source's last listing (tools/cache_hints.py)."""
+        return getattr(self._inner, "listing_ttl_ms", None)
+
     async def start(self) -> ServerInfo:
         started = time.monotonic()
         entry: dict[str, Any] = {"type": "mcp", "server": self.id, "method": "initialize"}

@@ -60,7 +60,7 @@ def test_probe_counts_the_tools_offered_and_names_the_client(tmp_path: Path) -> 
     assert row["tools"] == len(offered) and row["task_only"] == 1
     assert row["client"] == "light"
     text = cli("probe", str(wf)).stdout
-    assert f"raw_server: {len(offered)} tools (+1 task-only, not offered)" in text
+    assert f"raw_server: {len(offered)} tools (1 task-only, called as an MCP task)" in text
     assert "(light client)" in text
     fastmcp = cli("probe", str(wf), "--json", env={"DEVALL_MCP_CLIENT": "fastmcp"})
     (row,) = json.loads(fastmcp.stdout)["servers"]

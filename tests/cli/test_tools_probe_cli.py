@@ -100,6 +100,7 @@ def test_tools_list_table_and_json(tmp_path: Path, remote: ServerProcess) -> Non
         "roots",
         "_meta",
         "execution",
+        "icons",
         "policy",
     }
     assert add["input_schema"]["required"] == ["a", "b"]

@@ -16,7 +16,7 @@ import pytest
 from devall_cli.errors import ExitCode, ProtocolError
 from devall_cli.tools.base import CallContext, DataBlock
 from devall_cli.tools.kinds.mcp_local import McpLocalConfig
-from devall_cli.tools.mcp_direct import HANDSHAKE_VERSIONS
+from devall_cli.tools.mcp_direct import HANDSHAKE_VERSIONS, MODERN_VERSIONS
 from devall_cli.tools.mcp_local import LocalSource
 from tests.helpers import direct_local_source, text_of
 from tests.integration.conftest import RAW, Factory
@@ -115,10 +115,13 @@ async def test_no_roots_are_offered_unless_configured(raw: Factory) -> None:
 
 
 def test_the_offered_version_is_the_newest_the_sdk_reaches_by_handshake() -> None:
-    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
     assert set(HANDSHAKE_VERSIONS) == set(HANDSHAKE_PROTOCOL_VERSIONS)
     assert HANDSHAKE_VERSIONS[0] == HANDSHAKE_PROTOCOL_VERSIONS[-1]
+    # and the probe's, the newest of the per-request `_meta` era
+    assert set(MODERN_VERSIONS) == set(MODERN_PROTOCOL_VERSIONS)
+    assert MODERN_VERSIONS[0] == MODERN_PROTOCOL_VERSIONS[-1]
 
 
 @pytest.mark.parametrize("kind", [LocalSource, direct_local_source], ids=["fastmcp", "direct"])

@@ -17,7 +17,7 @@ import pytest
 
 from devall_cli.errors import ServerUnreachableError
 from devall_cli.tools.base import CallContext
-from devall_cli.tools.http_lines import error_reason
+from devall_cli.tools.http_reasons import error_reason
 from devall_cli.tools.kinds.client_settings import McpClientConfig
 from devall_cli.tools.kinds.mcp_remote import McpRemoteConfig
 from devall_cli.tools.mcp_remote import RemoteSource

@@ -121,7 +121,7 @@ async def test_http_errors_are_classified(
         ("http", ["--legacy-only"], 1, "fastmcp"),  # stateful session: the new server answers 404
         ("sse", [], 1, "fastmcp"),  # the event stream breaks
         ("http", [], 0, "fastmcp"),  # the modern protocol keeps no session: nothing to replace
-        ("http", [], 1, "direct"),  # the light client's `initialize` session: 404 too
+        ("http", ["--legacy-only"], 1, "direct"),  # the light client's `initialize` session too
     ],
 )
 async def test_server_restart_between_calls_is_survived(

@@ -187,7 +187,7 @@ async def test_what_the_reference_server_asks_and_reports(
     assert first.annotations == {"priority": 1.0, "audience": ["user", "assistant"]}
 
 
-def test_tools_list_leaves_out_task_only_tools(tmp_path: Path) -> None:
+def test_tools_list_lists_task_only_tools(tmp_path: Path) -> None:
     assert NODE is not None
     tooling = {
         "type": "mcp_local",
@@ -205,4 +205,4 @@ def test_tools_list_leaves_out_task_only_tools(tmp_path: Path) -> None:
     names = {tool["name"] for tool in json.loads(out)}
     assert "trigger-sampling-request" in names
     assert "get-roots-list" not in names  # offered only to clients that offer roots: none here
-    assert "simulate-research-query" not in names
+    assert "simulate-research-query" in names  # offered: called as an MCP task

@@ -39,7 +39,7 @@ from devall_cli.tools.kinds.client_settings import (
     parse_client_config,
     tool_sources_of,
 )
-from devall_cli.tools.kinds.registry import TOOLING_TYPES, ToolingType
+from devall_cli.tools.kinds.registry import TOOLING_TYPES, ToolingType, opt_cache_ttl
 from devall_cli.tools.start_hints import local_start_hint
 
 if TYPE_CHECKING:
@@ -80,7 +80,7 @@ class McpLocalConfig:
     inherit_env: bool = True
     startup_timeout: float = STARTUP_TIMEOUT
     wait_for_log: str | None = None
-    cache_ttl: float = 0.0
+    cache_ttl: float | None = None  # None: the server's cache hint, else 0
     tool_sources: tuple[str, ...] = ("mcp_tools",)
     max_concurrency: int = 1
     call_timeout: float = 60.0
@@ -157,7 +157,7 @@ def parse_mcp_local(ck: Checker, config: dict[str, Any], path: KeyPath) -> McpLo
             positive=True,
         ),
         wait_for_log=opt_regex(ck, config, "wait_for_log", path),
-        cache_ttl=opt_number(ck, config, "cache_ttl", path, 0.0, minimum=0),
+        cache_ttl=opt_cache_ttl(ck, config, path),
         tool_sources=tool_sources_of(ck, config, path),
         max_concurrency=opt_int(ck, config, "max_concurrency", path, 1, minimum=1),
         call_timeout=opt_number(ck, config, "call_timeout", path, 60.0, positive=True),

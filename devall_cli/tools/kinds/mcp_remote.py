@@ -29,7 +29,7 @@ from devall_cli.tools.kinds.client_settings import (
     tool_sources_of,
 )
 from devall_cli.tools.kinds.oauth_settings import OAuthConfig, auth_shape, parse_auth
-from devall_cli.tools.kinds.registry import TOOLING_TYPES, ToolingType
+from devall_cli.tools.kinds.registry import TOOLING_TYPES, ToolingType, opt_cache_ttl
 from devall_cli.tools.start_hints import remote_start_hint
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ class McpRemoteConfig:
     server: str
     headers: Mapping[str, str] = EMPTY
     timeout: float = 10.0
-    cache_ttl: float = 0.0
+    cache_ttl: float | None = None  # None: the server's cache hint, else 0
     tool_sources: tuple[str, ...] = ("mcp_tools",)
     auth: OAuthConfig | None = None  # OAuth 2.1 (oauth_settings); None: no authorization
     client: McpClientConfig = DEFAULT_CLIENT  # elicitation, sampling, roots, log_level
@@ -78,7 +78,7 @@ def parse_mcp_remote(ck: Checker, config: dict[str, Any], path: KeyPath) -> McpR
         server = None
     headers = opt_str_map(ck, config, "headers", path, secret_names=True)
     timeout = opt_number(ck, config, "timeout", path, 10.0, positive=True)
-    cache_ttl = opt_number(ck, config, "cache_ttl", path, 0.0, minimum=0)
+    cache_ttl = opt_cache_ttl(ck, config, path)
     sources = tool_sources_of(ck, config, path)
     auth = _auth(ck, config, headers, path)
     client = parse_client_config(ck, config, path)

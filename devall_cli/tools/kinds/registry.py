@@ -16,7 +16,15 @@ from typing import TYPE_CHECKING, Any
 from devall_cli.config.json_shapes import Schema, no_shapes
 from devall_cli.config.model import ToolingConfig
 from devall_cli.config.placeholders import UNRESOLVED
-from devall_cli.config.schema import Checker, KeySpec, check_keys, describe, get_mapping, opt_str
+from devall_cli.config.schema import (
+    Checker,
+    KeySpec,
+    check_keys,
+    describe,
+    get_mapping,
+    opt_number,
+    opt_str,
+)
 from devall_cli.config.yaml_source import KeyPath, format_path
 from devall_cli.kinds import Registry
 from devall_cli.text import suggest
@@ -30,6 +38,13 @@ if TYPE_CHECKING:
 ToolingParser = Callable[[Checker, dict[str, Any], KeyPath], Any]
 # Makes (does not start) the source serving a settings object: (source id, settings, context).
 SourceFactory = Callable[[str, Any, "SourceContext"], "ToolSource"]
+
+
+def opt_cache_ttl(ck: Checker, config: Mapping[str, Any], path: KeyPath) -> float | None:
+    """`cache_ttl` (seconds >= 0) as the workflow sets it; None when it does not."""
+    unset = config.get("cache_ttl") in (None, UNRESOLVED)
+    ttl = opt_number(ck, config, "cache_ttl", path, 0.0, minimum=0)
+    return None if unset else ttl
 
 
 def _no_source(source_id: str, settings: Any, ctx: SourceContext) -> ToolSource:
@@ -49,7 +64,8 @@ class ToolingType:
     keys: KeySpec = _NO_KEYS  # the keys of its `config` (for `devall schema`)
     make_source: SourceFactory = _no_source
     base_name: Callable[[Any], str] = lambda settings: "tools"  # a readable source id
-    cache_ttl: Callable[[Any], float] = lambda settings: math.inf  # seconds a listing is kept
+    # Seconds a listing is kept; None: as the server's cache hint says (tools/cache_hints.py).
+    cache_ttl: Callable[[Any], float | None] = lambda settings: math.inf
     is_server: bool = True  # probed by `devall probe` (function tooling has no server)
     # The status `devall probe` reports when a server is not ready in time.
     timeout_status: str = "handshake_timeout"

@@ -98,3 +98,23 @@ def test_parameters_are_described_for_a_hint() -> None:
     }
     assert describe_parameters(schema) == 'a* (an integer), mode (one of "fast"), any'
     assert describe_parameters({"type": "object"}) == "none"
+
+
+def test_a_null_for_an_optional_parameter_that_takes_none_means_not_given() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "flag": {"type": "boolean"},
+            "maybe": {"type": ["string", "null"]},
+            "either": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+            "choice": {"enum": ["a", None]},
+            "free": {},
+            "needed": {"type": "integer"},
+        },
+        "required": ["needed"],
+    }
+    given = {"flag": None, "maybe": None, "either": None, "choice": None, "free": None}
+    checker = ArgumentChecker(schema)
+    kept = checker.unset_nulls_dropped({**given, "needed": None, "other": None})
+    assert kept == {**{k: None for k in given if k != "flag"}, "needed": None, "other": None}
+    assert checker.problems(kept) == ["'needed' must be an integer, got null"]
