@@ -109,11 +109,14 @@ bubblewrap:
 
 conformance-deps: $(CONF_STAMP)
 
+# Reinstalled when the pin changes: `npm ci` installs exactly package-lock.json (and refuses a
+# lock that disagrees with package.json), so a newer package.json or lock means a new install.
 $(CONF_STAMP): $(CONFORMANCE)/package.json $(CONFORMANCE)/package-lock.json
 	cd $(CONFORMANCE) && npm ci --no-audit --no-fund --loglevel=error
 	touch $(CONF_STAMP)
 
-# Every client scenario of the suite against devall; lists which pass (see docs/cli.md).
+# Every client scenario of the pinned suite against devall, held to the baseline
+# tests/conformance/expected-failures.yml (see docs/cli.md). `make test` runs the same.
 conformance: $(STAMP) $(CONF_STAMP)
 	$(BIN)/python $(CONFORMANCE)/run.py
 

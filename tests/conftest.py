@@ -147,3 +147,13 @@ SLOW_FILES_FIRST = (
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     rank = {name: n for n, name in enumerate(SLOW_FILES_FIRST)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Print the conformance test's scenario table at the end of every run that ran it."""
+    for outcome in ("passed", "failed"):
+        for report in terminalreporter.getreports(outcome):
+            for title, content in report.sections:
+                if title.endswith("MCP conformance suite call"):  # run.SECTION, phase "call"
+                    terminalreporter.write_sep("-", "MCP conformance suite")
+                    terminalreporter.write_line(content)
